@@ -1,0 +1,61 @@
+"""statemix: a lossless compressor whose model learns the file while it codes it.
+
+The interface follows the standard library's lzma and bz2 modules: one-shot :func:`compress` and
+:func:`decompress`, incremental :class:`Compressor` and :class:`Decompressor`, and :func:`open` /
+:class:`StatemixFile` for files.  Every problem with the data is a :class:`StatemixError`.
+
+Options that change the compressed bytes (``level``) are recorded in the stream; ``threads`` changes
+only speed.
+"""
+
+from __future__ import annotations
+
+from importlib.metadata import PackageNotFoundError, version as _version
+
+from ._errors import StatemixError
+from .codec import Compressor, Decompressor
+from .file import StatemixFile, open
+from .info import StreamInfo, read_info
+
+try:
+    __version__ = _version("statemix")
+except PackageNotFoundError:  # running from a source tree
+    __version__ = "0+unknown"
+
+__all__ = [
+    "Compressor",
+    "Decompressor",
+    "StatemixError",
+    "StatemixFile",
+    "StreamInfo",
+    "compress",
+    "decompress",
+    "open",
+    "read_info",
+]
+
+
+def compress(data, /, *, level: int | None = None, threads: int | None = None) -> bytes:
+    """Compress ``data`` (any bytes-like object) into one statemix stream."""
+    view = memoryview(data).cast("B")
+    compressor = Compressor(level=level, size_hint=len(view), threads=threads)
+    return compressor.compress(view) + compressor.flush()
+
+
+def decompress(data, /, *, threads: int | None = None) -> bytes:
+    """Decompress all the concatenated statemix streams in ``data``.
+
+    Raises StatemixError if ``data`` is empty, truncated, corrupt, or followed by anything that is
+    not another statemix stream.
+    """
+    rest = bytes(memoryview(data).cast("B"))
+    if not rest:
+        raise StatemixError("empty input: not a statemix stream")
+    results = []
+    while rest:
+        decompressor = Decompressor(threads=threads)
+        results.append(decompressor.decompress(rest))
+        if not decompressor.eof:
+            raise StatemixError("truncated stream: the input ended before the end of the stream")
+        rest = decompressor.unused_data
+    return b"".join(results)

@@ -1,0 +1,87 @@
+"""The one place that decides how numba compiles statemix's kernels.
+
+Every jitted function in statemix is declared with :func:`kernel` from this module and nowhere else
+(tests/test_kernel_policy.py fails the build otherwise).  The options are chosen for bit-exact decoding
+on any machine (see the project's determinism notes):
+
+- ``fastmath`` is never set: with it LLVM may contract ``a*b+c`` into FMA or reorder sums, and the
+  result then depends on the CPU target.
+- Intel SVML is disabled before numba is imported (``NUMBA_DISABLE_INTEL_SVML=1``) and checked to be
+  off afterwards, since it replaces libm calls by vector code with other rounding.
+- Kernels are cached on disk in a writable per-user directory (``$STATEMIX_CACHE_DIR``, else
+  ``$XDG_CACHE_HOME/statemix/numba``, else ``~/.cache/statemix/numba``).  When no such directory can be
+  written, kernels are compiled without a cache rather than failing.
+- ``parallel=True`` is allowed only where a kernel's ``prange`` runs over independent outputs; the
+  thread count (``-T``) therefore changes speed, never a bit of output.
+
+Importing this module imports numba (about 0.6 s), so the command line imports it only inside
+commands, never for ``--help``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+os.environ["NUMBA_DISABLE_INTEL_SVML"] = "1"
+
+
+def _writable_cache_dir() -> str | None:
+    """Return a cache directory that can be written, or None when there is none."""
+    explicit = os.environ.get("STATEMIX_CACHE_DIR") or os.environ.get("NUMBA_CACHE_DIR")
+    if explicit:
+        candidates = [Path(explicit)]
+    else:
+        xdg = os.environ.get("XDG_CACHE_HOME")
+        base = Path(xdg) if xdg else Path.home() / ".cache"
+        candidates = [base / "statemix" / "numba"]
+    for directory in candidates:
+        try:
+            directory.mkdir(parents=True, exist_ok=True)
+            with tempfile.TemporaryFile(dir=directory):
+                pass
+        except OSError:
+            continue
+        return str(directory)
+    return None
+
+
+CACHE_DIR = _writable_cache_dir()
+if CACHE_DIR is not None:
+    os.environ["NUMBA_CACHE_DIR"] = CACHE_DIR
+
+import numba  # noqa: E402  (the environment above must be set first)
+
+if getattr(numba.config, "USING_SVML", False):  # pragma: no cover - depends on the host
+    raise ImportError(
+        "statemix: numba was imported with Intel SVML enabled before statemix; "
+        "set NUMBA_DISABLE_INTEL_SVML=1 or import statemix first"
+    )
+
+_OPTIONS = dict(nogil=True, fastmath=False, cache=CACHE_DIR is not None)
+
+#: Every kernel compiled through :func:`kernel`, for the policy tests (FMA scan, options).
+KERNELS: list = []
+
+
+def kernel(function=None, *, parallel: bool = False):
+    """Compile ``function`` with statemix's fixed numba options.
+
+    Use as ``@kernel`` or ``@kernel(parallel=True)``.  No other numba option may be set by a caller.
+    """
+
+    def compile_(fn):
+        dispatcher = numba.njit(parallel=parallel, **_OPTIONS)(fn)
+        KERNELS.append(dispatcher)
+        return dispatcher
+
+    return compile_ if function is None else compile_(function)
+
+
+prange = numba.prange
+
+
+def set_threads(threads: int) -> None:
+    """Use up to ``threads`` worker threads in parallel kernels (never changes any output)."""
+    numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))

@@ -1,0 +1,181 @@
+"""The statemix stream format, version 1, byte by byte.
+
+A stream is a header, any number of blocks, an end block and a trailer.  Streams may be concatenated;
+they decode to the concatenation of their contents.  Integers marked *varint* are unsigned LEB128
+(7 bits per byte, least significant first, high bit set on all but the last byte, at most 9 bytes).
+CRC32 is zlib's (ISO-HDLC polynomial), stored little-endian.
+
+Header::
+
+    magic               4 bytes   89 53 4D 58  ("\\x89SMX")
+    format version      1 byte    1
+    arithmetic version  1 byte    1: the exact integer/float arithmetic of the models; a stream whose
+                                  version this build does not reproduce is refused
+    model record length 1 byte    n (1..255)
+    model record        n bytes   model id (1 byte) then that model's parameters: every option that
+                                  changes the compressed bytes (see statemix.models)
+    header CRC32        4 bytes   of all the header bytes above
+
+Block::
+
+    kind                1 byte    1 modelled, 2 stored, 3 zstandard (0 ends the blocks, see below)
+    raw length          varint    bytes of original data in the block, 1..MAX_BLOCK (16 MiB)
+    payload length      varint    modelled and zstandard blocks only; stored blocks carry raw length
+                                  bytes; never more than raw length
+    CRC32               4 bytes   of the block's original data
+    payload             bytes     modelled: the range coder's code word (statemix.coder);
+                                  stored: the data itself; zstandard: one zstandard frame
+
+End block and trailer::
+
+    kind                1 byte    0
+    original length     varint    total bytes of original data in the stream
+    CRC32               4 bytes   of all the original data of the stream
+
+The model's state runs on across blocks: a stored or zstandard block is still learned by the model
+(the decoder replays it), so a block boundary changes nothing but where a code word ends.  Writers cut
+blocks every BLOCK_SIZE (1 MiB) bytes of input, so the output does not depend on how the input was fed
+in.  An empty stream is 17 bytes plus the model record (3 bytes for the cm model); data that cannot be
+compressed grows by that much plus 8 bytes per block (MiB).
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from dataclasses import dataclass
+
+from ._errors import StatemixError
+from .models import ModelSpec
+
+MAGIC = b"\x89SMX"
+FORMAT_VERSION = 1
+ARITHMETIC_VERSION = 1
+BLOCK_SIZE = 1 << 20
+MAX_BLOCK = 1 << 24
+END, MODELLED, STORED, ZSTANDARD = 0, 1, 2, 3
+KIND_NAMES = {MODELLED: "modelled", STORED: "stored", ZSTANDARD: "zstandard"}
+_MAX_VARINT_BYTES = 9
+
+
+class NeedMore(Exception):
+    """The buffer ends before the structure being parsed does (not an error while streaming)."""
+
+
+def crc32(data: bytes, crc: int = 0) -> int:
+    return zlib.crc32(data, crc)
+
+
+def encode_varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(byte | 0x80)
+        else:
+            out.append(byte)
+            return bytes(out)
+
+
+def decode_varint(buf, pos: int) -> tuple[int, int]:
+    """Return (value, position after it); raise NeedMore or StatemixError."""
+    value = 0
+    for i in range(_MAX_VARINT_BYTES):
+        if pos + i >= len(buf):
+            raise NeedMore
+        byte = buf[pos + i]
+        value |= (byte & 0x7F) << (7 * i)
+        if not byte & 0x80:
+            return value, pos + i + 1
+    raise StatemixError("corrupt stream: length field too long")
+
+
+def _need(buf, end: int) -> None:
+    if len(buf) < end:
+        raise NeedMore
+
+
+def write_header(spec: ModelSpec) -> bytes:
+    record = spec.to_bytes()
+    head = MAGIC + bytes([FORMAT_VERSION, ARITHMETIC_VERSION, len(record)]) + record
+    return head + struct.pack("<I", crc32(head))
+
+
+def read_header(buf, pos: int = 0) -> tuple[ModelSpec, int]:
+    """Parse a header at ``pos``; return (model spec, position after it)."""
+    _need(buf, pos + 1)
+    available = bytes(buf[pos : pos + 4])
+    if not MAGIC.startswith(available):
+        raise StatemixError("not a statemix stream (bad magic bytes)")
+    _need(buf, pos + 7)
+    version, arithmetic, length = buf[pos + 4], buf[pos + 5], buf[pos + 6]
+    if version != FORMAT_VERSION:
+        raise StatemixError(
+            f"unsupported format version {version} (this statemix reads version {FORMAT_VERSION})"
+        )
+    if arithmetic != ARITHMETIC_VERSION:
+        raise StatemixError(
+            f"stream needs arithmetic version {arithmetic}; this build reproduces only "
+            f"version {ARITHMETIC_VERSION}"
+        )
+    if length == 0:
+        raise StatemixError("corrupt stream: empty model record")
+    end = pos + 7 + length
+    _need(buf, end + 4)
+    (stored_crc,) = struct.unpack_from("<I", buf, end)
+    if crc32(bytes(buf[pos:end])) != stored_crc:
+        raise StatemixError("corrupt stream: header checksum mismatch")
+    return ModelSpec.from_bytes(bytes(buf[pos + 7 : end])), end + 4
+
+
+@dataclass(frozen=True)
+class BlockHeader:
+    kind: int
+    raw_length: int
+    payload_length: int
+    crc: int
+    size: int  # bytes of the block header itself
+
+
+def write_block(kind: int, raw: bytes, payload: bytes) -> bytes:
+    head = bytes([kind]) + encode_varint(len(raw))
+    if kind != STORED:
+        head += encode_varint(len(payload))
+    return head + struct.pack("<I", crc32(raw)) + payload
+
+
+def read_block_header(buf, pos: int) -> BlockHeader | None:
+    """Parse a block header at ``pos``; return None at the end block (kind 0)."""
+    _need(buf, pos + 1)
+    kind = buf[pos]
+    if kind == END:
+        return None
+    if kind not in KIND_NAMES:
+        raise StatemixError(f"corrupt stream: unknown block kind {kind}")
+    raw_length, at = decode_varint(buf, pos + 1)
+    if not 1 <= raw_length <= MAX_BLOCK:
+        raise StatemixError(f"corrupt stream: block length {raw_length} out of range")
+    payload_length = raw_length
+    if kind != STORED:
+        payload_length, at = decode_varint(buf, at)
+        if payload_length > raw_length:
+            raise StatemixError("corrupt stream: block payload longer than its data")
+    _need(buf, at + 4)
+    (crc,) = struct.unpack_from("<I", buf, at)
+    return BlockHeader(kind, raw_length, payload_length, crc, at + 4 - pos)
+
+
+def write_trailer(length: int, crc: int) -> bytes:
+    return bytes([END]) + encode_varint(length) + struct.pack("<I", crc)
+
+
+def read_trailer(buf, pos: int) -> tuple[int, int, int]:
+    """Parse the end block at ``pos``; return (original length, CRC32, position after it)."""
+    _need(buf, pos + 1)
+    if buf[pos] != END:
+        raise StatemixError("corrupt stream: expected the end of the stream")
+    length, at = decode_varint(buf, pos + 1)
+    _need(buf, at + 4)
+    (crc,) = struct.unpack_from("<I", buf, at)
+    return length, crc, at + 4

@@ -1,0 +1,93 @@
+"""Read the structure of statemix streams (for ``statemix --list``) without decoding any data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from . import container
+from ._errors import StatemixError
+from .container import NeedMore
+from .models import ModelSpec
+
+_CHUNK = 1 << 16
+
+
+@dataclass
+class BlockInfo:
+    kind: str
+    raw_length: int
+    payload_length: int
+
+
+@dataclass
+class StreamInfo:
+    """One stream of a file: its model record, blocks, sizes (bytes, headers included) and CRC32."""
+
+    model: ModelSpec
+    blocks: list[BlockInfo] = field(default_factory=list)
+    compressed_size: int = 0
+    uncompressed_size: int = 0
+    crc32: int = 0
+
+
+class _Input:
+    """Forward-only reader that parses from a small window and skips payloads."""
+
+    def __init__(self, fp):
+        self._fp = fp
+        self.window = bytearray()
+        self.consumed = 0
+
+    def parse(self, parser):
+        while True:
+            try:
+                return parser(self.window)
+            except NeedMore:
+                more = self._fp.read(_CHUNK)
+                if not more:
+                    raise StatemixError("truncated stream") from None
+                self.window += more
+
+    def skip(self, n: int) -> None:
+        self.consumed += n
+        take = min(n, len(self.window))
+        del self.window[:take]
+        n -= take
+        while n > 0:
+            got = self._fp.read(min(n, _CHUNK))
+            if not got:
+                raise StatemixError("truncated stream")
+            n -= len(got)
+
+    def at_end(self) -> bool:
+        if not self.window:
+            self.window += self._fp.read(_CHUNK)
+        return not self.window
+
+
+def read_info(fp) -> list[StreamInfo]:
+    """Return the streams of the binary file object ``fp``, checking structure but not contents."""
+    source = _Input(fp)
+    streams = []
+    if source.at_end():
+        raise StatemixError("empty input: not a statemix stream")
+    while not source.at_end():
+        start = source.consumed
+        spec, used = source.parse(lambda buf: container.read_header(buf, 0))
+        source.skip(used)
+        stream = StreamInfo(spec)
+        while True:
+            header = source.parse(lambda buf: container.read_block_header(buf, 0))
+            if header is None:
+                break
+            source.skip(header.size + header.payload_length)
+            stream.blocks.append(BlockInfo(container.KIND_NAMES[header.kind], header.raw_length,
+                                           header.payload_length))
+        length, crc, used = source.parse(lambda buf: container.read_trailer(buf, 0))
+        source.skip(used)
+        if length != sum(block.raw_length for block in stream.blocks):
+            raise StatemixError("corrupt stream: block lengths do not add up to the stream length")
+        stream.uncompressed_size, stream.crc32 = length, crc
+        stream.compressed_size = source.consumed - start
+        streams.append(stream)
+    return streams

@@ -1,0 +1,69 @@
+"""Predictors, their stream configuration records and the --level presets.
+
+A model configuration is recorded in every stream header as ``model id (1 byte) | parameters``; the
+decoder rebuilds exactly the same model from it.  Models live in one module each and expose the
+same three methods to the codec: ``encode(data, limit)``, ``decode(coded, size)`` and ``learn(data)``,
+all driven by the model's single predict/update loop.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .._errors import StatemixError
+
+DEFAULT_LEVEL = 2
+LEVELS = (1, 2, 3)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """What a stream header records about its model: which model, with which parameters."""
+
+    model_id: int
+    parameters: bytes
+
+    def to_bytes(self) -> bytes:
+        return bytes([self.model_id]) + self.parameters
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> "ModelSpec":
+        if not raw:
+            raise StatemixError("corrupt stream: empty model configuration")
+        return cls(raw[0], bytes(raw[1:]))
+
+    def describe(self) -> str:
+        return f"model {self.model_id} ({self.parameters.hex() or 'no parameters'})"
+
+
+def spec_for_level(level: int | None, size_hint: int | None = None) -> ModelSpec:
+    """Return the model configuration of a --level preset.
+
+    ``size_hint`` (the input's length when known) shrinks the tables of small inputs: they cannot fill
+    them, and smaller tables start faster and stay in cache.
+    """
+    from .cm import MODEL_ID, CMConfig
+
+    if level is None:
+        level = DEFAULT_LEVEL
+    if level not in LEVELS:
+        raise StatemixError(f"level must be one of {', '.join(map(str, LEVELS))}, not {level}")
+    table_bits, hist_bits = {1: (20, 22), 2: (22, 24), 3: (24, 26)}[level]
+    if size_hint is not None:
+        fit = max(12, (max(size_hint, 1) * 8).bit_length())
+        table_bits = min(table_bits, fit)
+        hist_bits = min(hist_bits, max(16, fit))
+    return ModelSpec(MODEL_ID, CMConfig(table_bits, hist_bits).to_bytes())
+
+
+def build_model(spec: ModelSpec):
+    """Return a fresh model for ``spec``, or raise StatemixError if this build cannot make it."""
+    from . import cm
+
+    if spec.model_id != cm.MODEL_ID:
+        raise StatemixError(f"unsupported model id {spec.model_id}: this stream needs a newer statemix")
+    try:
+        config = cm.CMConfig.from_bytes(spec.parameters)
+    except ValueError as exc:
+        raise StatemixError(f"corrupt stream: {exc}") from None
+    return cm.CMModel(config)
