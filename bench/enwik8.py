@@ -12,8 +12,8 @@ other file.  This script never downloads anything; get enwik8 from
 http://mattmahoney.net/dc/enwik8.zip and unzip it (md5 of enwik8: a1fa5ffddb56f4953e226637dabbb36a).
 
 For every prefix size it copies the first SIZE bytes of PATH into a temporary directory and, for
-statemix and every standard tool found on PATH (xz -9e, zstd --ultra -22 --long=27, bzip2 -9,
-gzip -9, brotli -q 11 -w 24, 7-Zip PPMd order 10, zpaq -m5) plus any --extra tool, compresses it,
+statemix and every standard tool found on PATH (xz -9e -T1, zstd --ultra -22 --long=27, bzip2 -9,
+gzip -9 -n, brotli -q 11 -w 24, 7-Zip PPMd order 10, zpaq -m5) plus any --extra tool, compresses it,
 decompresses it and compares the result with the prefix byte for byte.  A size counts only if it
 round-trips; anything else is marked FAILED in the table.  Missing tools are skipped with a note.
 
@@ -25,7 +25,8 @@ run, and any file smaller than 1 MB is benchmarked whole.  Sizes accept 1e6, 100
 
 Published StateSMix figures (Tacconelli 2026, arXiv 2605.02904; not measured here) are shown as
 their own rows when the prefix is a known enwik8 prefix: its md5 matches the known 1 MB or 3 MB
-prefix, or PATH itself is the full enwik8 (then the 10 MB and 100 MB figures apply too).
+prefix, or PATH itself is the full enwik8 (then the 10 MB and 100 MB figures apply too).  They
+follow the statemix row, so --skip statemix hides them.
 
 Table columns (stdout, markdown)
 --------------------------------
@@ -33,7 +34,7 @@ input bytes       size of the prefix, bytes
 compressor        tool and settings (statemix shows its --level / -T)
 compressed bytes  size of the compressed file, bytes (headers included), blank when not verified
 bpb               bits per input byte = 8 * compressed bytes / input bytes
-comp s            wall-clock seconds of the compressing process (time.perf_counter, start to reap)
+comp s            wall-clock seconds of the compressing process (time.perf_counter, fork to reap)
 decomp s          wall-clock seconds of the decompressing process
 comp B/s          input bytes / comp s (throughput in uncompressed bytes per second)
 decomp B/s        input bytes / decomp s (uncompressed bytes restored per second)
@@ -41,7 +42,7 @@ comp MiB          peak resident memory (max RSS) of the compressing process, MiB
                   from os.wait4 on that one process (for a tool that spawns helpers: the largest
                   single process it waited for).  "<=X" means the peak is at or below X, the
                   measurement floor (see LAUNCHER below: a forked child starts with its parent's
-                  resident pages counted, about 7 MB for the small Python launcher used)
+                  resident pages counted, about 6 MB for the small Python launcher used)
 decomp MiB        the same for the decompressing process
 status            ok, FAILED: reason, UNVERIFIED (no decompressor given), or published
 
@@ -58,6 +59,7 @@ Templates are split like a shell command (shlex), never run through a shell.  {i
 the input file's path (the prefix when compressing, the compressed file when decompressing) and
 {out} by the path the tool must write.  Without {in} the input is fed on stdin; without {out} the
 tool's stdout is the output.  An --extra without a matching --extra-d is reported UNVERIFIED.
+The output file must be exactly {out} (a tool that appends its own suffix needs a wrapper).
 """
 from __future__ import annotations
 
@@ -77,7 +79,7 @@ import sys
 import tempfile
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 try:
@@ -194,7 +196,7 @@ def parse_named_templates(items: list[str], option: str) -> dict[str, list[str]]
         name, sep, template = item.partition("=")
         name = name.strip()
         if not sep or not name or not template.strip():
-            raise SystemExit(f"error: {option} expects NAME=COMMAND_TEMPLATE, got {item!r}")
+            fail(f"{option} expects NAME=COMMAND_TEMPLATE, got {item!r}")
         templates[name] = shlex.split(template)
     return templates
 
@@ -205,7 +207,7 @@ def extra_tools(extras: list[str], extras_d: list[str]) -> list[Tool]:
     decompress = parse_named_templates(extras_d, "--extra-d")
     orphans = sorted(set(decompress) - set(compress))
     if orphans:
-        raise SystemExit(f"error: --extra-d given without --extra for: {', '.join(orphans)}")
+        fail(f"--extra-d given without --extra for: {', '.join(orphans)}")
     return [Tool(name, argv, decompress.get(name)) for name, argv in compress.items()]
 
 
@@ -214,10 +216,16 @@ def probe_version(argv: list[str] | None) -> str | None:
     if not argv:
         return None
     try:
-        done = subprocess.run(argv, stdin=subprocess.DEVNULL, capture_output=True, timeout=20)
-    except (OSError, subprocess.SubprocessError):
+        proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, start_new_session=hasattr(os, "fork"))
+    except OSError:
         return None
-    for line in (done.stdout + b"\n" + done.stderr).decode("utf-8", "replace").splitlines():
+    try:
+        output = proc.communicate(timeout=20)[0]
+    except subprocess.TimeoutExpired:
+        kill_group(proc)
+        return None
+    for line in output.decode("utf-8", "replace").splitlines():
         if line.strip():
             return line.strip()[:160]
     return None
@@ -240,9 +248,9 @@ def parse_size(text: str) -> int | None:
     try:
         value = float(t) * multiplier
     except ValueError:
-        raise SystemExit(f"error: cannot read size {text!r} (try 1e6, 3000000, 10M or whole)")
+        fail(f"cannot read size {text!r} (try 1e6, 3000000, 10M or whole)")
     if value < 1 or value != int(value):
-        raise SystemExit(f"error: size {text!r} must be a whole number of bytes >= 1")
+        fail(f"size {text!r} must be a whole number of bytes >= 1")
     return int(value)
 
 
@@ -392,18 +400,25 @@ def last_line(path: Path, limit: int = 100) -> str:
     return lines[-1][:limit] if lines else ""
 
 
+def kill_group(proc: subprocess.Popen) -> None:
+    """Kill proc and everything in its process group (it was started in a new session)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (AttributeError, ProcessLookupError, PermissionError):
+        proc.kill()
+    proc.communicate()
+
+
 def wait_or_kill(proc: subprocess.Popen, timeout: float | None) -> bool:
     """Wait for proc; on timeout or Ctrl-C kill its whole process group.  True if timed out."""
     try:
         proc.wait(timeout=timeout)
         return False
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        kill_group(proc)
         return True
     except BaseException:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
+        kill_group(proc)
         raise
 
 
@@ -493,7 +508,8 @@ class Result:
     compressor: str
     kind: str  # "measured" or "published"
     status: str
-    compressed_bytes: int | None = None
+    compressed_bytes: int | None = None  # counted only when verified (or published)
+    output_bytes: int | None = None  # what the compressor wrote, verified or not
     verified: bool = False
     is_statemix: bool = False
     compress: ProcRun | None = None
@@ -540,7 +556,7 @@ def bench_tool(tool: Tool, prefix: Path, size: int, timeout: float | None, progr
             result.status = f"FAILED: compress {result.compress.error or 'wrote no output file'}"
             progress.step()
             return result
-        packed_size = packed.stat().st_size
+        packed_size = result.output_bytes = packed.stat().st_size
         if tool.decompress is None:
             result.compressed_bytes = packed_size
             result.status = "UNVERIFIED (no decompressor given)"
@@ -774,7 +790,8 @@ def main(argv: list[str] | None = None) -> int:
                 else "enwik8 prefix (md5 verified)" if source_md5 in KNOWN_PREFIX_MD5.values()
                 else "not a known enwik8 file")
     table = markdown_table(results)
-    notes += [f"not found on PATH, skipped: {name}" for name in missing]
+    if missing:
+        notes.append(f"not found on PATH, skipped: {', '.join(missing)}")
     if any(r.kind == "published" for r in results):
         notes.append(f"published rows: {PUBLISHED_SOURCE}; not measured on this machine")
     print(f"Input: {source} ({file_size:,} bytes, md5 {source_md5}, {identity})\n")

@@ -41,7 +41,9 @@ def quantize_distribution(probs, total_bits, freqs):
         mass += probs[i]
         if probs[i] > probs[best]:
             best = i
-    scale = float(total - n) / mass
+    scale = 0.0  # no usable distribution: every symbol gets 1, the rest goes to `best`
+    if mass > 0.0 and mass < np.inf:
+        scale = float(total - n) / mass
     assigned = np.int64(0)
     for i in range(n):
         share = probs[i] * scale

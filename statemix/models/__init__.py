@@ -1,13 +1,20 @@
 """Predictors, their stream configuration records and the --level presets.
 
 A model configuration is recorded in every stream header as ``model id (1 byte) | parameters``; the
-decoder rebuilds exactly the same model from it.  Models live in one module each and expose the
-same three methods to the codec: ``encode(data, limit)``, ``decode(coded, size)`` and ``learn(data)``,
-all driven by the model's single predict/update loop.
+decoder rebuilds exactly the same model from it.  Models live in one module each, listed in
+``MODEL_MODULES`` by id.  A model module defines ``MODEL_ID``, a frozen ``Config`` dataclass with
+``to_bytes()``, ``from_bytes()`` (raising ValueError on anything out of range) and
+``memory_bytes()``, and a ``Model(config)`` class with three methods, all driven by the model's single
+predict/update loop:
+
+- ``encode(data, limit) -> bytes | None``: the code word for ``data``, or None if longer than ``limit``;
+- ``decode(coded, size) -> bytes``: the ``size`` bytes coded in ``coded``;
+- ``learn(data)``: update the model as ``encode`` would, without coding (blocks stored otherwise).
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 
 from .._errors import StatemixError
@@ -42,7 +49,7 @@ def spec_for_level(level: int | None, size_hint: int | None = None) -> ModelSpec
     ``size_hint`` (the input's length when known) shrinks the tables of small inputs: they cannot fill
     them, and smaller tables start faster and stay in cache.
     """
-    from .cm import MODEL_ID, CMConfig
+    from .cm import MODEL_ID, Config
 
     if level is None:
         level = DEFAULT_LEVEL
@@ -53,17 +60,20 @@ def spec_for_level(level: int | None, size_hint: int | None = None) -> ModelSpec
         fit = max(12, (max(size_hint, 1) * 8).bit_length())
         table_bits = min(table_bits, fit)
         hist_bits = min(hist_bits, max(16, fit))
-    return ModelSpec(MODEL_ID, CMConfig(table_bits, hist_bits).to_bytes())
+    return ModelSpec(MODEL_ID, Config(table_bits, hist_bits).to_bytes())
+
+
+MODEL_MODULES = {1: "cm"}
 
 
 def build_model(spec: ModelSpec):
     """Return a fresh model for ``spec``, or raise StatemixError if this build cannot make it."""
-    from . import cm
-
-    if spec.model_id != cm.MODEL_ID:
-        raise StatemixError(f"unsupported model id {spec.model_id}: this stream needs a newer statemix")
+    name = MODEL_MODULES.get(spec.model_id)
+    if name is None:
+        raise StatemixError(f"unsupported model id {spec.model_id}: this stream needs another statemix")
+    module = importlib.import_module(f"{__name__}.{name}")
     try:
-        config = cm.CMConfig.from_bytes(spec.parameters)
+        config = module.Config.from_bytes(spec.parameters)
     except ValueError as exc:
         raise StatemixError(f"corrupt stream: {exc}") from None
-    return cm.CMModel(config)
+    return module.Model(config)

@@ -313,7 +313,7 @@ def run_block(mode, data, coded, rc, st, counters, weights, apm, hist, mtable, l
 
 
 @dataclass(frozen=True)
-class CMConfig:
+class Config:
     """Options of the cm model that change the output (all recorded in the stream header).
 
     ``table_bits``: log2 of the counters per hashed order (memory: 4 bytes each, N_HASHED orders).
@@ -328,7 +328,7 @@ class CMConfig:
         return bytes([self.table_bits, self.hist_bits])
 
     @classmethod
-    def from_bytes(cls, raw: bytes) -> "CMConfig":
+    def from_bytes(cls, raw: bytes) -> "Config":
         if len(raw) != 2:
             raise ValueError("cm model configuration must be 2 bytes")
         config = cls(raw[0], raw[1])
@@ -339,15 +339,14 @@ class CMConfig:
     def memory_bytes(self) -> int:
         """Upper bound of the model's memory, in bytes."""
         counters = HASHED_BASE + N_HASHED * (1 << self.table_bits)
-        return 4 * counters + (1 << self.hist_bits) + 4 * (1 << (self.hist_bits - 2))
+        apm_and_weights = 65536 * 33 + 3 * 256 * N_INPUTS
+        return 4 * (counters + apm_and_weights) + (1 << self.hist_bits) + 4 * (1 << (self.hist_bits - 2))
 
 
-class CMModel:
+class Model:
     """The cm model's state: one object per stream, fed every block of the stream in order."""
 
-    config_class = CMConfig
-
-    def __init__(self, config: CMConfig):
+    def __init__(self, config: Config):
         self.config = config
         self.lut = lookup_tables()
         self.state = np.zeros(STATE_SIZE, dtype=np.int64)

@@ -1,0 +1,1 @@
+"""The statemix command line (installed as the package ``statemix_cli``)."""

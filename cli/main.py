@@ -1,0 +1,333 @@
+"""The statemix command line: xz/zstd-style flags over the statemix library.
+
+This module only translates arguments into library calls and library errors into one-line messages
+and exit codes (0 success, 1 error, 2 warning).  The library (and with it numba) is imported inside the
+commands, so ``statemix --help`` and ``statemix --version`` start instantly.
+
+Output files are written to a hidden temporary file beside the target and moved into place only after
+the whole input was processed, so an error or an interruption (SIGINT, SIGTERM) never leaves partial
+output behind, an existing file is never replaced without --force, and the input is never touched
+(it is deleted only with --rm, after success).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import stat
+import sys
+import tempfile
+import time
+from contextlib import contextmanager
+
+import click
+
+SUFFIX = ".smx"
+CHUNK = 1 << 20
+EXIT_OK, EXIT_ERROR, EXIT_WARNING = 0, 1, 2
+
+
+class Interrupted(Exception):
+    """SIGINT or SIGTERM arrived."""
+
+
+class Problem(Exception):
+    """A per-file error (message, exit status)."""
+
+    def __init__(self, message: str, status: int = EXIT_ERROR):
+        super().__init__(message)
+        self.status = status
+
+
+def _interrupt(signum, frame):
+    raise Interrupted
+
+
+def _say(message: str) -> None:
+    click.echo(f"statemix: {message}", err=True)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("statemix")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+@contextmanager
+def _output_file(path: str, force: bool, like: os.stat_result | None):
+    """Yield a binary file that becomes ``path`` only if the block finishes without an exception."""
+    directory = os.path.dirname(path) or "."
+    if os.path.lexists(path) and not force:
+        raise Problem(f"{path}: output file exists (use -f to overwrite)")
+    try:
+        handle, temporary = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".",
+                                             suffix=".tmp")
+    except OSError as exc:
+        raise Problem(f"{path}: cannot create output: {exc.strerror}") from None
+    try:
+        with os.fdopen(handle, "wb") as out:
+            yield out
+        if like is not None:
+            os.chmod(temporary, stat.S_IMODE(like.st_mode))
+            os.utime(temporary, ns=(like.st_atime_ns, like.st_mtime_ns))
+        if force:
+            os.replace(temporary, path)
+        else:
+            try:
+                os.link(temporary, path)  # fails if path appeared meanwhile: never clobber
+            except FileExistsError:
+                raise Problem(f"{path}: output file exists (use -f to overwrite)") from None
+            os.unlink(temporary)
+    except BaseException:
+        try:
+            os.unlink(temporary)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def _open_input(path: str):
+    """Return (binary file, stat of a regular file or None); raise Problem with a clear reason."""
+    if path == "-":
+        return sys.stdin.buffer, None
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise Problem(f"{path}: no such file or directory") from None
+    except OSError as exc:
+        raise Problem(f"{path}: {exc.strerror}") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise Problem(f"{path}: is a directory, skipping")
+    try:
+        return open(path, "rb"), (info if stat.S_ISREG(info.st_mode) else None)
+    except OSError as exc:
+        raise Problem(f"{path}: {exc.strerror}") from None
+
+
+def _progress(total: int | None, name: str, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=name, unit="B", unit_scale=True, unit_divisor=1024,
+                disable=not enabled, leave=False, file=sys.stderr)
+
+
+def _compress_stream(src, dst, size: int | None, level, threads, bar) -> tuple[int, int]:
+    """Compress ``src`` into ``dst``; return (bytes read, bytes written)."""
+    import statemix
+
+    compressor = statemix.Compressor(level=level, size_hint=size, threads=threads)
+    read = written = 0
+    while chunk := src.read(CHUNK):
+        out = compressor.compress(chunk)
+        dst.write(out)
+        read += len(chunk)
+        written += len(out)
+        bar.update(len(chunk))
+    out = compressor.flush()
+    dst.write(out)
+    return read, written + len(out)
+
+
+def _decompress_stream(src, dst, threads, bar) -> tuple[int, int]:
+    """Decompress every stream of ``src`` into ``dst`` (or nowhere); return (bytes read, written)."""
+    import statemix
+
+    read = written = 0
+    decompressor = statemix.Decompressor(threads=threads)
+    seen_any = False
+    while True:
+        if decompressor.eof:
+            chunk = decompressor.unused_data or src.read(CHUNK)
+            if not chunk:
+                break
+            decompressor = statemix.Decompressor(threads=threads)
+        else:
+            chunk = src.read(CHUNK)
+            if not chunk:
+                if not seen_any:
+                    raise statemix.StatemixError("empty input: not a statemix stream")
+                raise statemix.StatemixError("truncated stream: the input ended before the end of the stream")
+        seen_any = True
+        read += len(chunk)
+        bar.update(len(chunk))
+        out = decompressor.decompress(chunk)
+        if dst is not None:
+            dst.write(out)
+        written += len(out)
+    return read, written
+
+
+def _target_name(path: str, decompress: bool, suffix: str, output: str | None) -> str:
+    if output is not None:
+        return output
+    if not decompress:
+        if path.endswith(suffix):
+            raise Problem(f"{path}: already has {suffix} suffix, skipping", EXIT_WARNING)
+        return path + suffix
+    if not path.endswith(suffix) or len(path) == len(suffix):
+        raise Problem(f"{path}: unknown suffix, skipping (use -c or -o)")
+    return path[: -len(suffix)]
+
+
+def _process(path: str, opts: dict) -> None:
+    mode = opts["mode"]
+    started = time.perf_counter()
+    src, info = _open_input(path)
+    name = "(stdin)" if path == "-" else path
+    try:
+        size = info.st_size if info is not None else None
+        bar = _progress(size, os.path.basename(name), opts["progress"])
+        with bar:
+            if mode == "test":
+                consumed, produced = _decompress_stream(src, None, opts["threads"], bar)
+                result = f"{name}: OK ({produced} bytes)"
+            else:
+                to_stdout = opts["stdout"] or (path == "-" and opts["output"] is None)
+                work = _compress_work if mode == "compress" else _decompress_work
+                if to_stdout:
+                    if mode == "compress" and sys.stdout.isatty() and not opts["force"]:
+                        raise Problem("compressed data not written to a terminal (use -f to force)")
+                    out = sys.stdout.buffer
+                    consumed, produced = work(src, out, size, opts, bar)
+                    out.flush()
+                else:
+                    target = _target_name(path, mode == "decompress", opts["suffix"], opts["output"])
+                    with _output_file(target, opts["force"], info) as out:
+                        consumed, produced = work(src, out, size, opts, bar)
+                result = f"{name}: {consumed} -> {produced} bytes"
+                if mode == "compress" and consumed:
+                    result += f" ({8 * produced / consumed:.3f} bits per byte)"
+    finally:
+        if src is not sys.stdin.buffer:
+            src.close()
+    if opts["verbose"]:
+        _say(f"{result}, {time.perf_counter() - started:.2f} s")
+    if opts["remove"] and path != "-" and mode != "test" and not opts["stdout"]:
+        os.unlink(path)
+
+
+def _compress_work(src, out, size, opts, bar) -> tuple[int, int]:
+    return _compress_stream(src, out, size, opts["level"], opts["threads"], bar)
+
+
+def _decompress_work(src, out, size, opts, bar) -> tuple[int, int]:
+    return _decompress_stream(src, out, opts["threads"], bar)
+
+
+def _list(paths: list[str], verbose: bool) -> int:
+    import statemix
+
+    status = EXIT_OK
+    click.echo(f"{'Strms':>5} {'Blocks':>6} {'Compressed':>12} {'Uncompressed':>12} {'Ratio':>6}  Check  Filename")
+    for path in paths:
+        try:
+            if path == "-":
+                raise Problem("--list does not read standard input")
+            src, _ = _open_input(path)
+            with src:
+                streams = statemix.read_info(src)
+        except statemix.StatemixError as exc:
+            _say(f"{path}: {exc}")
+            status = EXIT_ERROR
+            continue
+        except Problem as exc:
+            _say(str(exc))
+            status = max(status, exc.status)
+            continue
+        packed = sum(s.compressed_size for s in streams)
+        unpacked = sum(s.uncompressed_size for s in streams)
+        ratio = f"{packed / unpacked:.3f}" if unpacked else "---"
+        blocks = sum(len(s.blocks) for s in streams)
+        click.echo(f"{len(streams):>5} {blocks:>6} {packed:>12} {unpacked:>12} {ratio:>6}  CRC32  {path}")
+        if verbose:
+            for number, s in enumerate(streams, 1):
+                kinds = ", ".join(f"{b.kind} {b.raw_length}->{b.payload_length}" for b in s.blocks)
+                click.echo(f"    stream {number}: {s.model.describe()}, crc32 {s.crc32:08x}; blocks: {kinds or 'none'}")
+    return status
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("files", nargs=-1, type=click.Path())
+@click.option("-z", "--compress", "mode", flag_value="compress", default=True, help="Compress (the default).")
+@click.option("-d", "--decompress", "mode", flag_value="decompress", help="Decompress.")
+@click.option("-t", "--test", "mode", flag_value="test", help="Decompress and check, writing nothing.")
+@click.option("-l", "--list", "mode", flag_value="list", help="List the streams and blocks of .smx files.")
+@click.option("-c", "--stdout", "to_stdout", is_flag=True, help="Write to standard output; keep input files.")
+@click.option("-o", "--output", type=click.Path(), help="Write to this file (one input only).")
+@click.option("-k", "--keep", is_flag=True, help="Keep input files (the default).")
+@click.option("--rm", "remove", is_flag=True, help="Delete each input file after success.")
+@click.option("-f", "--force", is_flag=True, help="Overwrite output files; write to a terminal.")
+@click.option("-q", "--quiet", is_flag=True, help="Print no warnings and no progress.")
+@click.option("-v", "--verbose", is_flag=True, help="Print sizes and times.")
+@click.option("-T", "--threads", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Worker threads; 0 means one per core. Never changes the output.")
+@click.option("-S", "--suffix", default=SUFFIX, show_default=True, help="Suffix of compressed files.")
+@click.option("--level", type=click.IntRange(1, 3), help="Model preset, 1 (fastest) to 3 (strongest); default 2.")
+@click.option("-1", "--fast", "level_flag", flag_value=1, help="Same as --level 1.")
+@click.option("-3", "--best", "level_flag", flag_value=3, help="Same as --level 3.")
+@click.version_option(_version(), "-V", "--version", prog_name="statemix", message="%(prog)s %(version)s")
+def main(files, mode, to_stdout, output, keep, remove, force, quiet, verbose, threads, suffix, level,
+         level_flag):
+    """Compress or decompress FILES with statemix (no FILES or '-': standard input to output).
+
+    Subcommand: 'statemix diagnose FILE' reports where the bits go (see 'statemix diagnose --help').
+    """
+    paths = list(files) or ["-"]
+    if mode == "list":
+        return _list(paths, verbose)
+    if keep and remove:
+        raise click.UsageError("--keep and --rm contradict each other")
+    if output is not None and len(paths) != 1:
+        raise click.UsageError("-o/--output takes exactly one input file")
+    if not suffix or "/" in suffix:
+        raise click.UsageError("invalid suffix")
+    import statemix
+
+    opts = dict(mode=mode, stdout=to_stdout, output=output, remove=remove, force=force,
+                verbose=verbose and not quiet, threads=threads or os.cpu_count() or 1, suffix=suffix,
+                level=level or level_flag, progress=sys.stderr.isatty() and not quiet)
+    status = EXIT_OK
+    for path in paths:
+        try:
+            _process(path, opts)
+        except Problem as exc:
+            if exc.status == EXIT_ERROR or not quiet:
+                _say(str(exc))
+            status = max(status, exc.status)
+        except (statemix.StatemixError, EOFError) as exc:
+            _say(f"{'(stdin)' if path == '-' else path}: {exc}")
+            status = EXIT_ERROR
+        except OSError as exc:
+            _say(f"{exc.filename or path}: {exc.strerror or exc}")
+            status = EXIT_ERROR
+    return status
+
+
+def run(argv: list[str] | None = None) -> None:
+    """Console entry point: dispatch subcommands, map every failure to one line and an exit status."""
+    argv = sys.argv[1:] if argv is None else list(argv)
+    command = main
+    if argv and argv[0] == "diagnose":
+        from .diagnose import diagnose
+
+        command, argv = diagnose, argv[1:]
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        status = command.main(args=argv, prog_name="statemix", standalone_mode=False)
+    except click.exceptions.Exit as exc:
+        status = exc.exit_code
+    except click.ClickException as exc:
+        _say(exc.format_message())
+        status = EXIT_ERROR
+    except (KeyboardInterrupt, Interrupted, click.exceptions.Abort):
+        _say("interrupted; no output file was left behind")
+        status = EXIT_ERROR
+    except BrokenPipeError:
+        sys.stderr.close()
+        status = EXIT_ERROR
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    sys.exit(status or 0)

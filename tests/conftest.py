@@ -1,0 +1,65 @@
+"""Shared test fixtures: paths of the optional shared corpora, and a few generated inputs."""
+
+from __future__ import annotations
+
+import os
+import random
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED_DATA = ROOT.parent / "shared" / "data"
+
+
+def shared_file(*parts: str) -> Path:
+    """Return a file of ../shared/data, or skip the test when this machine does not have it."""
+    path = SHARED_DATA.joinpath(*parts)
+    if not path.is_file():
+        pytest.skip(f"{path} not available (only developer and CI machines have ../shared)")
+    return path
+
+
+def shared_files() -> list[Path]:
+    """Every file of ../shared/data (empty when absent)."""
+    if not SHARED_DATA.is_dir():
+        return []
+    return sorted(p for p in SHARED_DATA.rglob("*") if p.is_file() and p.name != "README.md")
+
+
+def text_sample(size: int, seed: int = 1) -> bytes:
+    """Deterministic English-like text of ``size`` bytes (no shared data needed)."""
+    rng = random.Random(seed)
+    words = ("the of and to in a is that for it as was with be by on not he this are or his from at "
+             "which but have an they you were her she there one all we their been has when who will "
+             "compress model state token stream block entropy context mixing coder").split()
+    out = []
+    length = 0
+    while length < size:
+        sentence = " ".join(rng.choice(words) for _ in range(rng.randint(4, 14))).capitalize() + ". "
+        out.append(sentence)
+        length += len(sentence)
+    return "".join(out).encode()[:size]
+
+
+@pytest.fixture
+def text_100k() -> bytes:
+    return text_sample(100_000)
+
+
+@pytest.fixture
+def random_bytes() -> bytes:
+    return random.Random(7).randbytes(50_000)
+
+
+def slow_enabled() -> bool:
+    return os.environ.get("STATEMIX_SLOW") == "1"
+
+
+def pytest_collection_modifyitems(config, items):
+    if slow_enabled():
+        return
+    skip = pytest.mark.skip(reason="slow test: set STATEMIX_SLOW=1")
+    for item in items:
+        if "slow" in item.keywords:
+            item.add_marker(skip)

@@ -1,0 +1,76 @@
+"""Kernel policy: numba options come from statemix._jit only, and no kernel contains FMA."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SOURCES = sorted((ROOT / "statemix").rglob("*.py")) + sorted((ROOT / "cli").rglob("*.py"))
+
+FMA_SCAN = r"""
+import re, sys
+sys.path.insert(0, sys.argv[1])
+import numpy as np
+import statemix
+from statemix import _jit
+from statemix.models import LEVELS
+from determinism_probe import probe_input
+data = probe_input()
+for level in LEVELS:
+    assert statemix.decompress(statemix.compress(data, level=level)) == data
+for module in ("statemix.quantize",):
+    __import__(module)
+from statemix.quantize import quantize_distribution
+quantize_distribution(np.ones(4), 16, np.zeros(4, dtype=np.int64))
+pattern = re.compile(r"\bv?f(n)?m(add|sub)[0-9a-z]*\b", re.I)
+bad, unused = [], []
+for dispatcher in _jit.KERNELS:
+    name = dispatcher.py_func.__module__ + "." + dispatcher.py_func.__qualname__
+    if not dispatcher.signatures:
+        unused.append(name)
+    for signature in dispatcher.signatures:
+        if pattern.search(dispatcher.inspect_asm(signature)):
+            bad.append(name)
+print("checked", len(_jit.KERNELS), "kernels")
+print("FMA in:", sorted(set(bad)))
+print("never compiled:", sorted(unused))
+sys.exit(1 if bad else 0)
+"""
+
+
+def test_no_kernel_sets_its_own_numba_options():
+    offenders = []
+    for path in SOURCES:
+        if path.name == "_jit.py":
+            continue
+        text = path.read_text()
+        if re.search(r"\b(njit|numba\.jit|@jit|vectorize|guvectorize|fastmath)\b", text):
+            offenders.append(str(path.relative_to(ROOT)))
+    assert offenders == []
+
+
+def test_no_fastmath_anywhere():
+    assert "fastmath=False" in (ROOT / "statemix" / "_jit.py").read_text()
+    assert not re.search(r"fastmath\s*=\s*(True|\{)", "".join(p.read_text() for p in SOURCES))
+
+
+def test_no_kernel_contains_fma(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
+    env["STATEMIX_CACHE_DIR"] = str(tmp_path / "cache")  # fresh: every kernel compiles here
+    done = subprocess.run([sys.executable, "-c", FMA_SCAN, str(ROOT / "tests")], env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "checked" in done.stdout
+
+
+def test_svml_is_disabled():
+    import numba
+
+    from statemix import _jit  # noqa: F401
+
+    assert os.environ["NUMBA_DISABLE_INTEL_SVML"] == "1"
+    assert not getattr(numba.config, "USING_SVML", False)
