@@ -302,10 +302,13 @@ def check_input(path: Path, expected_md5: str | None) -> tuple[int, str, list[st
     if expected_md5 and md5 != expected_md5.lower():
         fail(f"md5 of {str(path)!r} is {md5}, expected {expected_md5.lower()}; {enwik8_help()}")
     warnings = []
-    known = KNOWN_PREFIX_MD5.get(size)
-    if "enwik8" in path.name.lower() and known and md5 != known:
-        warnings.append(f"{path} has {size:,} bytes like an enwik8 prefix but its md5 {md5} is not "
-                        f"{known}: published figures are not shown; {enwik8_help()}")
+    name = path.name.lower()
+    expected = ENWIK8_MD5 if name == "enwik8" else KNOWN_PREFIX_MD5.get(size) if "enwik8" in name \
+        else None
+    if expected and md5 != expected:
+        warnings.append(f"{path} ({size:,} bytes, md5 {md5}) is named like enwik8 but is not the "
+                        f"genuine file or prefix (md5 {expected} expected): published figures "
+                        f"are not shown; {enwik8_help()}")
     return size, md5, warnings
 
 
@@ -344,6 +347,7 @@ class ProcRun:
     returncode: int | None = None
     timed_out: bool = False
     error: str | None = None  # why it failed, for the status column
+    log_tail: str | None = None  # end of its stderr when it failed
 
     @property
     def ok(self) -> bool:
@@ -388,14 +392,18 @@ with open(report, "w") as f:
 RSS_UNIT = 1 if sys.platform == "darwin" else 1024  # ru_maxrss: bytes on macOS, KiB elsewhere
 
 
-def last_line(path: Path, limit: int = 100) -> str:
-    """Last non-empty line of a log file, shortened, for error messages."""
+def log_tail(path: Path, size: int = 2000) -> str:
+    """The last `size` bytes of a log file as text ('' if unreadable)."""
     try:
         with open(path, "rb") as f:
-            f.seek(max(0, path.stat().st_size - 4096))
-            text = f.read().decode("utf-8", "replace")
+            f.seek(max(0, path.stat().st_size - size))
+            return f.read().decode("utf-8", "replace")
     except OSError:
         return ""
+
+
+def last_line(text: str, limit: int = 100) -> str:
+    """Last non-empty line, shortened, for the status column."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     return lines[-1][:limit] if lines else ""
 
@@ -453,7 +461,8 @@ def run_process(argv: list[str], stdin_path: Path | None, stdout_path: Path | No
     if run.timed_out:
         run.error = f"timed out after {timeout:g} s"
     elif run.returncode != 0:
-        run.error = f"exit {run.returncode}: {last_line(log_path)}".rstrip(": ")
+        run.log_tail = log_tail(log_path)
+        run.error = f"exit {run.returncode}: {last_line(run.log_tail)}".rstrip(": ")
     return run
 
 
@@ -812,6 +821,7 @@ def main(argv: list[str] | None = None) -> int:
                     "cpus": os.cpu_count()},
         "project_revision": git_revision(),
         "options": {"sizes_requested": args.sizes or list(DEFAULT_SIZES), "large": args.large,
+                    "sizes_run": sizes,
                     "level": args.level, "threads": args.threads, "timeout": args.timeout,
                     "skip": args.skip},
         "tools": [{"name": t.name, "compress": t.compress, "decompress": t.decompress,

@@ -4,6 +4,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -52,7 +53,7 @@ def bench():
 def fake(tmp_path):
     path = tmp_path / "fake_statemix.py"
     path.write_text(FAKE_STATEMIX)
-    return f"{sys.executable} {path}"
+    return shlex.join([sys.executable, str(path)])
 
 
 @pytest.fixture
@@ -109,8 +110,9 @@ def test_enwik8_identity(bench):
 def test_round_trip_table_and_json(tmp_path, fake, text_file):
     out = tmp_path / "result.json"
     done = run(text_file, "--sizes", "50k", "10M", "--statemix", fake, "--level", "2",
-               "--threads", "1", "--json", out, "--extra", f"copy={sys.executable} -c "
-               "\"import shutil,sys; shutil.copyfile(sys.argv[1], sys.argv[2])\" {in} {out}")
+               "--threads", "1", "--json", out, "--extra", "copy=" + shlex.join([
+                   sys.executable, "-c", "import shutil, sys; shutil.copyfile(*sys.argv[1:])"])
+               + " {in} {out}")
     assert done.returncode == 0, done.stderr
     assert "| input bytes | compressor |" in done.stdout
     assert "statemix --level 2 -T 1" in done.stdout

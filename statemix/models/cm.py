@@ -63,7 +63,13 @@ MATCH_BIT, MIX_SET, APM_SLOT, APM_WEIGHT, TABLE_BITS, HIST_BITS = range(10, 16)
 HASH = 16  # N_HASHED context hashes at the last byte boundary
 BUCKET = HASH + N_HASHED  # N_HASHED bucket base indices for the current nibble
 SLOT = BUCKET + N_HASHED  # counter index used by each counter input this bit (2 + N_HASHED + 1)
-STATE_SIZE = SLOT + N_INPUTS
+ABLATE = SLOT + N_INPUTS  # diagnostics only: bit k silences input k; bit APM_OFF skips the APM
+STATE_SIZE = ABLATE + 1
+APM_OFF = N_INPUTS
+
+#: Components that diagnostics can switch off, and their ABLATE bits.
+COMPONENTS = {"order 0": 0, "order 1": 1, "order 2": 2, "order 3": 3, "order 4": 4, "order 6": 5,
+              "word": 6, "match": 7, "APM": APM_OFF}
 
 # Counter array layout: [order 0: 256][order 1: 65536][match: 64][hashed orders...].
 ORDER1_BASE = 256
@@ -178,6 +184,11 @@ def _predict(st, counters, weights, apm, hist, lut, inputs):
             st[MATCH_BIT] = slot
             inputs[2 + N_HASHED] = lut[np.int64(counters[slot]) >> 20]
     inputs[N_INPUTS - 1] = 256
+    ablate = st[ABLATE]
+    if ablate != 0:
+        for k in range(N_INPUTS):
+            if (ablate >> k) & 1:
+                inputs[k] = 0
 
     # mixer, weight set by (match state, c0)
     match_state = 0 if st[MATCH_BIT] < 0 else (1 if match_len < 16 else 2)
@@ -196,6 +207,8 @@ def _predict(st, counters, weights, apm, hist, lut, inputs):
     row = ((c1 << 8) + c0) * 33 + low
     p_apm = (np.int64(apm[row]) * (4096 - weight) + np.int64(apm[row + 1]) * weight) >> 12
     st[APM_SLOT] = row + (weight >> 11)
+    if (ablate >> APM_OFF) & 1:
+        p_apm = p_mix
     p = binary_frequency((p_mix + 3 * p_apm) >> 2)
     st[P_FINAL] = p
     return p
@@ -363,31 +376,42 @@ class Model:
         self.hist = np.zeros(1 << config.hist_bits, dtype=np.uint8)
         self.mtable = np.zeros(1 << (config.hist_bits - 2), dtype=np.int32)
         self.rc = new_state()
+        #: diagnostics: when a list, encode() and learn() append the probability (units of 2**-16)
+        #: given to each coded bit, as an int32 array per block
+        self.traces: list | None = None
 
-    def _run(self, mode: int, data: np.ndarray, coded: np.ndarray, trace: np.ndarray) -> int:
+    def ablate(self, components) -> None:
+        """Switch off the named COMPONENTS (diagnostics only; such a model makes no valid stream)."""
+        self.state[ABLATE] = sum(1 << COMPONENTS[name] for name in components)
+
+    def _run(self, mode: int, data: np.ndarray, coded: np.ndarray) -> int:
+        trace = _NO_TRACE
+        if self.traces is not None and mode != DECODE:
+            trace = np.empty(8 * data.shape[0], dtype=np.int32)
+            self.traces.append(trace)
         return run_block(mode, data, coded, self.rc, self.state, self.counters, self.weights,
                          self.apm, self.hist, self.mtable, self.lut, trace)
 
-    def encode(self, data: bytes, limit: int, trace: np.ndarray | None = None) -> bytes | None:
+    def encode(self, data: bytes, limit: int) -> bytes | None:
         """Code ``data``; return the code word, or None if it would be longer than ``limit`` bytes.
 
         The model learns ``data`` either way.
         """
         raw = np.frombuffer(data, dtype=np.uint8).copy()  # run_block takes one writable array type
         out = np.empty(limit, dtype=np.uint8)
-        n = self._run(ENCODE, raw, out, _NO_TRACE if trace is None else trace)
+        n = self._run(ENCODE, raw, out)
         return None if n > limit else out[:n].tobytes()
 
     def decode(self, coded: bytes, size: int) -> bytes:
         """Decode ``size`` bytes from the code word ``coded``."""
         out = np.empty(size, dtype=np.uint8)
-        self._run(DECODE, out, np.frombuffer(coded, dtype=np.uint8).copy(), _NO_TRACE)
+        self._run(DECODE, out, np.frombuffer(coded, dtype=np.uint8).copy())
         return out.tobytes()
 
     def learn(self, data: bytes) -> None:
         """Update the model with ``data`` without coding it (a block stored by other means)."""
-        self._run(LEARN, np.frombuffer(data, dtype=np.uint8).copy(), _NO_CODED, _NO_TRACE)
+        self._run(LEARN, np.frombuffer(data, dtype=np.uint8).copy(), _NO_CODED)
 
 
-_NO_TRACE = np.zeros(0, dtype=np.int64)
+_NO_TRACE = np.zeros(0, dtype=np.int32)
 _NO_CODED = np.zeros(0, dtype=np.uint8)

@@ -1,0 +1,184 @@
+"""Diagnostics: where the bits go, and how well calibrated the model's predictions are.
+
+:func:`diagnose` compresses the input exactly as :func:`statemix.compress` does, records the
+probability the model gave to every coded event, and returns a :class:`Report` (data, no printing).
+For the cm model an event is one bit (a binary prediction); all figures are per event unless the name
+says per byte.  Units: bits for code lengths, probabilities in [0, 1].
+
+- Code length: ``ideal_bits`` = sum of -log2 p(coded event) (what an exact coder would pay);
+  ``coded_bits`` = bits of the modelled blocks' code words, and coder overhead = coded bits / ideal
+  bits of those blocks - 1; ``header_bytes`` = the stream's bytes outside block payloads (header,
+  block headers, trailer).
+- Calibration: negative log-likelihood (= cross-entropy) and mean predicted entropy (entropy below
+  cross-entropy means over-confidence); top-1 expected calibration error with equal-width confidence
+  bins; classwise ECE (per class, bins over that class's probability, averaged over classes); Brier
+  score (sum over classes of squared error); and the single temperature ``T`` (logits divided by T)
+  that would have minimised the code length in hindsight, with the bits it would save.
+- Learning curve: bits per byte of the model's ideal code over consecutive windows of the input.
+- Ablation (opt-in, one extra pass each): the ideal code length with each model component switched
+  off, minus the baseline: the bits that component saves.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+import numpy as np
+
+from . import container
+from .codec import Compressor
+
+
+@dataclass
+class Calibration:
+    events: int
+    nll_bits: float  # mean -log2 p(true) per event (cross-entropy)
+    entropy_bits: float  # mean entropy of the predictions per event
+    ece: float  # top-1 expected calibration error
+    classwise_ece: float
+    brier: float
+    bins: int
+    best_temperature: float
+    temperature_gain_bits: float  # total bits saved by best_temperature over the whole input
+    reliability: list[tuple[float, float, int]]  # per bin: (mean confidence, accuracy, count)
+
+
+@dataclass
+class Report:
+    input_bytes: int
+    compressed_bytes: int
+    header_bytes: int
+    ideal_bits: float  # whole input
+    modelled_ideal_bits: float  # the modelled blocks only
+    coded_bits: int  # the modelled blocks' code words
+    model: str
+    calibration: Calibration
+    learning_curve: list[tuple[int, int, float]]  # (start byte, end byte, bits per byte)
+    ablation: dict[str, float] = field(default_factory=dict)  # component -> bits it saves
+
+    @property
+    def bits_per_byte(self) -> float:
+        return 8 * self.compressed_bytes / self.input_bytes if self.input_bytes else 0.0
+
+    @property
+    def coder_overhead(self) -> float:
+        return self.coded_bits / self.modelled_ideal_bits - 1 if self.modelled_ideal_bits else 0.0
+
+    def to_dict(self) -> dict:
+        out = asdict(self)
+        out["bits_per_byte"] = self.bits_per_byte
+        out["coder_overhead"] = self.coder_overhead
+        return out
+
+
+def _bits_of(data: bytes) -> np.ndarray:
+    return np.unpackbits(np.frombuffer(data, dtype=np.uint8)).astype(np.int8)
+
+
+def _traced_compress(data: bytes, level: int | None, ablate=()):
+    """Compress like statemix.compress; return (stream, its block headers, p(coded bit) per block)."""
+    compressor = Compressor(level=level, size_hint=len(data))
+    model = compressor._model
+    model.traces = []
+    if ablate:
+        model.ablate(ablate)
+    stream = compressor.compress(data) + compressor.flush()
+    _, pos = container.read_header(stream)
+    blocks = []
+    while (header := container.read_block_header(stream, pos)) is not None:
+        blocks.append(header)
+        pos += header.size + header.payload_length
+    return stream, blocks, [trace.astype(np.float64) / 65536.0 for trace in model.traces]
+
+
+def _cost(p_coded: np.ndarray) -> np.ndarray:
+    return -np.log2(np.maximum(p_coded, 1e-12))
+
+
+def hindsight_temperature(p1: np.ndarray, bits: np.ndarray) -> tuple[float, float]:
+    """Return (T, bits saved): the temperature minimising sum -log2 p(bit) of sigmoid(logit(p1) / T)."""
+    logit = np.log(p1) - np.log1p(-p1)
+    sign = np.where(bits == 1, 1.0, -1.0)
+    margin = sign * logit  # p(true) = sigmoid(margin * beta), beta = 1 / T
+
+    def loss(beta: float) -> float:
+        return float(np.logaddexp(0.0, -margin * beta).sum())
+
+    beta = 1.0
+    for _ in range(50):  # Newton on a convex function of beta
+        s = 1.0 / (1.0 + np.exp(margin * beta))  # 1 - p(true)
+        gradient = float(-(margin * s).sum())
+        curvature = float((margin * margin * s * (1 - s)).sum())
+        if curvature <= 0:
+            break
+        step = gradient / curvature
+        beta = max(beta - step, 1e-3)
+        if abs(step) < 1e-10:
+            break
+    saved = (loss(1.0) - loss(beta)) / np.log(2.0)
+    return 1.0 / beta, max(saved, 0.0)
+
+
+def calibration(p1: np.ndarray, bits: np.ndarray, bins: int = 15) -> Calibration:
+    """Calibration figures of binary predictions ``p1`` = P(bit = 1) against the true ``bits``."""
+    p1 = np.clip(p1, 1e-12, 1 - 1e-12)
+    p_true = np.where(bits == 1, p1, 1 - p1)
+    nll = float(-np.log2(p_true).mean())
+    entropy = float(-(p1 * np.log2(p1) + (1 - p1) * np.log2(1 - p1)).mean())
+    confidence = np.maximum(p1, 1 - p1)
+    correct = (p1 >= 0.5) == (bits == 1)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    index = np.clip(np.digitize(confidence, edges[1:-1]), 0, bins - 1)
+    reliability = []
+    ece = 0.0
+    for b in range(bins):
+        mask = index == b
+        count = int(mask.sum())
+        if count:
+            conf, acc = float(confidence[mask].mean()), float(correct[mask].mean())
+            ece += count / len(p1) * abs(acc - conf)
+            reliability.append((conf, acc, count))
+    classwise = 0.0
+    for p_class, is_class in ((p1, bits == 1), (1 - p1, bits == 0)):
+        idx = np.clip(np.digitize(p_class, edges[1:-1]), 0, bins - 1)
+        for b in range(bins):
+            mask = idx == b
+            if mask.any():
+                classwise += mask.sum() / len(p1) * abs(float(is_class[mask].mean()) - float(p_class[mask].mean()))
+    brier = float((2 * (p1 - bits) ** 2).mean())
+    temperature, gain = hindsight_temperature(p1, bits)
+    return Calibration(len(p1), nll, entropy, ece, classwise / 2, brier, bins, temperature, gain, reliability)
+
+
+def diagnose(data, /, *, level: int | None = None, bins: int = 15, curve_points: int = 50,
+             ablation: bool = False) -> Report:
+    """Compress ``data`` as statemix.compress would and report where the bits go."""
+    data = bytes(memoryview(data).cast("B"))
+    stream, blocks, traces = _traced_compress(data, level)
+    p_coded = np.concatenate(traces) if traces else np.zeros(0)
+    bits = _bits_of(data)
+    p1 = np.where(bits == 1, p_coded, 1 - p_coded)
+    cost = _cost(p_coded)
+    modelled = [(b, t) for b, t in zip(blocks, traces) if b.kind == container.MODELLED]
+    per_byte = cost.reshape(-1, 8).sum(axis=1) if len(data) else np.zeros(0)
+    edges = np.unique(np.linspace(0, len(data), max(curve_points, 1) + 1).astype(int))
+    curve = [(int(a), int(b), float(per_byte[a:b].sum() / (b - a))) for a, b in zip(edges[:-1], edges[1:])]
+    spec = container.read_header(stream)[0]
+    report = Report(
+        input_bytes=len(data),
+        compressed_bytes=len(stream),
+        header_bytes=len(stream) - sum(b.payload_length for b in blocks),
+        ideal_bits=float(cost.sum()),
+        modelled_ideal_bits=float(sum(_cost(t).sum() for _, t in modelled)),
+        coded_bits=8 * sum(b.payload_length for b, _ in modelled),
+        model=spec.describe(),
+        calibration=calibration(p1, bits, bins),
+        learning_curve=curve,
+    )
+    if ablation:
+        from .models.cm import COMPONENTS
+
+        for name in COMPONENTS:
+            _, _, off = _traced_compress(data, level, ablate=(name,))
+            report.ablation[name] = float(sum(_cost(t).sum() for t in off)) - report.ideal_bits
+    return report

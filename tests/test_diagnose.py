@@ -1,0 +1,103 @@
+"""Diagnostics: calibration metrics against hand-computed values, and the report end to end."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import statemix
+from statemix.diagnose import calibration, diagnose, hindsight_temperature
+
+from conftest import text_sample
+
+
+def test_metrics_by_hand():
+    p1 = np.array([0.9, 0.9, 0.2, 0.6])
+    bits = np.array([1, 0, 0, 1])
+    cal = calibration(p1, bits, bins=10)
+    p_true = [0.9, 0.1, 0.8, 0.6]
+    assert cal.nll_bits == pytest.approx(-sum(math.log2(p) for p in p_true) / 4)
+    h = lambda p: -(p * math.log2(p) + (1 - p) * math.log2(1 - p))  # noqa: E731
+    assert cal.entropy_bits == pytest.approx((h(0.9) * 2 + h(0.2) + h(0.6)) / 4)
+    assert cal.brier == pytest.approx((2 * 0.01 + 2 * 0.81 + 2 * 0.04 + 2 * 0.16) / 4)
+    # top-1 confidences: 0.9 (right), 0.9 (wrong), 0.8 (right), 0.6 (right); bins of width 0.1
+    ece = (2 / 4) * abs(0.5 - 0.9) + (1 / 4) * abs(1 - 0.8) + (1 / 4) * abs(1 - 0.6)
+    assert cal.ece == pytest.approx(ece)
+    # class 1: p = .9 .9 .2 .6 (is 1: 1 0 0 1); class 0: p = .1 .1 .8 .4 (is 0: 0 1 1 0)
+    class1 = (2 / 4) * abs(0.5 - 0.9) + (1 / 4) * abs(0 - 0.2) + (1 / 4) * abs(1 - 0.6)
+    class0 = (2 / 4) * abs(0.5 - 0.1) + (1 / 4) * abs(1 - 0.8) + (1 / 4) * abs(0 - 0.4)
+    assert cal.classwise_ece == pytest.approx((class1 + class0) / 2)
+
+
+def test_perfectly_calibrated_predictions_have_small_ece():
+    rng = np.random.default_rng(1)
+    p1 = rng.uniform(0.01, 0.99, 200_000)
+    bits = (rng.uniform(size=p1.size) < p1).astype(np.int8)
+    cal = calibration(p1, bits)
+    assert cal.ece < 0.01
+    assert cal.best_temperature == pytest.approx(1.0, abs=0.03)
+
+
+def test_hindsight_temperature_matches_direct_search():
+    rng = np.random.default_rng(2)
+    true_p = rng.uniform(0.05, 0.95, 20_000)
+    bits = (rng.uniform(size=true_p.size) < true_p).astype(np.int8)
+    logit = np.log(true_p / (1 - true_p))
+    overconfident = 1 / (1 + np.exp(-2.0 * logit))  # logits doubled: best T should be near 2
+    temperature, saved = hindsight_temperature(overconfident, bits)
+
+    def code_length(t):
+        p = 1 / (1 + np.exp(-np.log(overconfident / (1 - overconfident)) / t))
+        return -np.log2(np.where(bits == 1, p, 1 - p)).sum()
+
+    grid = np.linspace(1.0, 3.0, 2001)
+    best = grid[np.argmin([code_length(t) for t in grid])]
+    assert temperature == pytest.approx(best, abs=0.002)
+    assert saved == pytest.approx(code_length(1.0) - code_length(temperature), rel=1e-6)
+    assert 1.8 < temperature < 2.2
+
+
+def test_report_on_text_matches_compression():
+    data = text_sample(30_000)
+    report = diagnose(data, curve_points=4, ablation=True)
+    assert report.compressed_bytes == len(statemix.compress(data))
+    assert report.calibration.events == 8 * len(data)
+    assert 0 <= report.coder_overhead < 0.001
+    assert report.ideal_bits / 8 < report.compressed_bytes
+    assert len(report.learning_curve) == 4 and report.learning_curve[-1][1] == len(data)
+    assert report.learning_curve[0][2] > report.learning_curve[-1][2]  # it learns
+    assert set(report.ablation) >= {"order 2", "match", "APM"}
+    assert report.ablation["order 2"] > 0
+    # the hindsight gain is exactly the re-computed difference in code length
+    p_coded = np.concatenate(_traces(data))
+    bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8))
+    p1 = np.where(bits == 1, p_coded, 1 - p_coded)
+    t, saved = hindsight_temperature(p1, bits)
+    assert report.calibration.temperature_gain_bits == pytest.approx(saved)
+    assert report.calibration.best_temperature == pytest.approx(t)
+
+
+def _traces(data):
+    from statemix.diagnose import _traced_compress
+
+    return _traced_compress(data, None)[2]
+
+
+def test_command_prints_table_and_json(tmp_path):
+    path = tmp_path / "sample.txt"
+    path.write_bytes(text_sample(5_000))
+    table = subprocess.run([sys.executable, "-m", "statemix_cli", "diagnose", str(path), "--points", "3"],
+                           capture_output=True, text=True, check=True).stdout
+    assert "hindsight temperature" in table and "ECE" in table and "learning curve" in table
+    done = subprocess.run([sys.executable, "-m", "statemix_cli", "diagnose", str(path), "--json"],
+                          capture_output=True, text=True, check=True)
+    report = json.loads(done.stdout)
+    assert report["input_bytes"] == 5_000 and "calibration" in report
+    missing = subprocess.run([sys.executable, "-m", "statemix_cli", "diagnose", str(tmp_path / "nope")],
+                             capture_output=True, text=True)
+    assert missing.returncode == 1 and missing.stderr.count("\n") == 1 and "Traceback" not in missing.stderr
