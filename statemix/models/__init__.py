@@ -55,15 +55,15 @@ def spec_for_level(level: int | None, size_hint: int | None = None) -> ModelSpec
         level = DEFAULT_LEVEL
     if level not in LEVELS:
         raise StatemixError(f"level must be one of {', '.join(map(str, LEVELS))}, not {level}")
-    table_bits, hist_bits = {1: (20, 22), 2: (22, 24), 3: (24, 26)}[level]
+    table_bits, hist_bits = {1: (20, 22), 2: (24, 24), 3: (25, 26)}[level]
     if size_hint is not None:
         fit = max(12, (max(size_hint, 1) * 8).bit_length())
-        table_bits = min(table_bits, fit)
+        table_bits = min(table_bits, fit + 2)
         hist_bits = min(hist_bits, max(16, fit))
     return ModelSpec(MODEL_ID, Config(table_bits, hist_bits).to_bytes())
 
 
-MODEL_MODULES = {1: "cm"}
+MODEL_MODULES = {1: "cm", 2: "ssm"}
 
 
 def build_model(spec: ModelSpec):

@@ -4,39 +4,50 @@ This is statemix's first predictor (model id 1).  It codes each byte as 8 binary
 significant bit first, and for each bit mixes the predictions of several contexts.  Everything is
 integer arithmetic on fixed tables, so encoder and decoder agree bit for bit on every machine.
 
-Data flow for one bit (``c0`` is the partial byte with a leading 1: 1..255; ``c1`` the previous byte):
+Data flow for one bit (``c0`` is the partial byte with a leading 1: 1..255; ``c1``, ``c2`` the
+previous bytes):
 
-1. Counters.  Each context selects a 32-bit counter: ``p`` (22 bits, P(1) in units of 2**-22) in the
-   high bits and ``n`` (10 bits, how often it was updated, capped at ``limit``) in the low bits.
-   Update: ``p += (bit * 2**22 - p) * DT[n] >> 16`` with ``DT[n] = 2**16 / (n + 1.5)``, i.e. a running
-   average that becomes a slower adaptive rate as evidence accumulates.
-   Contexts: order 0 (``c0``, direct table), order 1 (``c1, c0``, direct table), orders 2, 3, 4 and 6
-   and the current word (letters, case-folded), hashed.
-2. Hashed tables.  At each nibble boundary a context hash selects a bucket of 16 counters (one cache
-   line); slot 0 holds a check value, slots 1..15 the counters of the nibble's partial bits.  A bucket
-   whose check differs is reset (replacement: newest wins).  Each hashed order has ``2**table_bits``
-   counters.
-3. Match model.  The last ``2**hist_bits`` bytes are kept in a ring buffer; a hash of the last
+1. Counters.  A counter is 32 bits: ``p`` (22 bits, P(1) in units of 2**-22) in the high bits and
+   ``n`` (10 bits, updates seen, capped at ``LIMIT_DIRECT``) in the low bits.  Update:
+   ``p += (bit * 2**22 - p) * DT[n] >> 16`` with ``DT[n] = 2**16 / (n + 1.5)``: a running average whose
+   rate slows as evidence accumulates.  Orders 0 (``c0``) and 1 (``c1, c0``) index counters directly.
+2. Bit histories.  Seven hashed contexts (orders 2, 3, 4, 5, 6, the current word, and the word with
+   the previous word; words are runs of letters, case-folded) each select one byte per bit: a
+   bit-history state (counts of 0s and 1s seen, the larger discounted when the other bit appears,
+   and the last bit; see ``_bit_history_tables``).  The state is mapped to a probability by a counter
+   per (context kind, state) - the "state map" - which learns what each history really predicts.
+3. Hashed tables.  At each nibble boundary a context hash selects a 16-byte bucket: byte 0 holds an
+   8-bit check, bytes 1..15 the states of the nibble's partial bits.  Of two neighbouring buckets the
+   one whose check matches is used; otherwise the one with less history is cleared and taken.  Each
+   context kind has ``2**table_bits`` bytes.
+4. Match model.  The last ``2**hist_bits`` bytes are kept in a ring buffer; a hash of the last
    ``MIN_MATCH`` bytes finds the most recent earlier occurrence, which then predicts the byte that
    followed it.  Its input is a counter selected by (match length bucket, predicted bit).
-4. Mixer.  Inputs are ``stretch(p) = ln(p / (1 - p))`` in units of 1/256 (range +-2047) plus a bias.
-   A weight set chosen by (match state, ``c0``) gives ``dot = sum w_i x_i >> 16`` (weights in units of
-   2**-16), and ``p_mix = squash(dot)`` (P(1) in units of 2**-16).  Training minimises code length:
-   ``w_i += x_i * err * MIXER_RATE >> 18`` with ``err = bit * 2**16 - p_mix``.
-5. APM (secondary estimation).  ``p_mix`` is refined by an adaptive table keyed by (``c1``, ``c0``) and
-   33 interpolated buckets of ``stretch(p_mix)``; the coded probability is ``(p_mix + 3 p_apm) / 4``.
-6. The probability goes to :func:`statemix.quantize.binary_frequency` and the range coder.
+5. Mixing.  Inputs are ``stretch(p) = ln(p / (1 - p))`` in units of 1/256 (range +-2047) plus a bias.
+   Three mixers each pick a weight set - by (match state, ``c0``), by ``c1``, and by (number of hashed
+   contexts with history, bit position) - and give ``dot_m = sum w_i x_i >> 16`` (weights in units of
+   2**-16).  A final mixer, one weight set per ``c0``, combines the three: ``p_mix = squash(sum v_m
+   dot_m >> 16)`` (P(1) in units of 2**-16).  Every mixer is trained on its own code length:
+   ``w_i += x_i * err * rate >> 18`` with ``err = bit * 2**16 - p``; the rate starts high and decays
+   to ``MIXER_RATE`` as the stream grows.
+6. APMs (secondary estimation).  Two adaptive tables keyed by (``c1``, ``c0``) and by a 16-bit hash
+   of (``c2``, ``c1``, ``c0``), each with 33 buckets interpolated over ``stretch(p_mix)``, refine
+   ``p_mix``; the coded probability is ``(2 p_mix + 3 p_apm1 + 3 p_apm2) / 8``.
+7. The probability goes to :func:`statemix.quantize.binary_frequency` and the range coder.
 
 ``run_block`` is the single loop shared by encoder, decoder and learner (for blocks that were stored
 instead of modelled): the three differ only in where each bit comes from and whether it is coded.
 The stretch and squash tables are computed with Python's ``decimal`` module (correctly rounded, so
 identical everywhere), never with the platform's libm.
+
+Memory (bytes): 7 * 2**table_bits (histories) + 2**hist_bits (history) + 2**hist_bits (match
+table, int32 per 4 bytes of history) + about 17.6 MiB (APMs, order-1 counters, weights).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from decimal import Context, Decimal
+from decimal import ROUND_HALF_EVEN, Context, Decimal
 
 import numpy as np
 
@@ -49,49 +60,96 @@ MODEL_ID = 1
 ENCODE, DECODE, LEARN = 0, 1, 2
 
 MIN_MATCH = 6  # bytes of context that start a match
-N_HASHED = 5  # orders 2, 3, 4, 6 and the word
+N_HASHED = 7  # orders 2, 3, 4, 5, 6, the word, and the word with the previous word
 N_INPUTS = 2 + N_HASHED + 1 + 1  # orders 0 and 1, hashed orders, match, bias
-LIMIT_DIRECT = 255  # counter confidence cap, direct tables
-LIMIT_HASHED = 127  # counter confidence cap, hashed tables
-MIXER_RATE = 6  # mixer learning rate (scale: see module docstring)
+LIMIT_DIRECT = 1023  # counter confidence cap (direct contexts and state maps)
+N_MIXERS = 3
+MIXER1_SETS = 3 * 256  # first weight set of mixer 1; mixer 0 has (3 match states x c0)
+MIXER2_SETS = MIXER1_SETS + 256  # mixer 1 has c1; mixer 2 (known hashed contexts x bit position)
+FINAL_SETS = (MIXER2_SETS + (N_HASHED + 1) * 8) * N_INPUTS  # final mixer: one set per c0
+MIXER_SETS = FINAL_SETS // N_INPUTS + (256 * N_MIXERS + N_INPUTS - 1) // N_INPUTS
+FINAL_RATE = 2
+MIXER_RATE = 4  # mixer learning rate (scale: see module docstring)
+MIXER_RATE_BOOST = 24  # extra rate at the start of a stream, decaying as 2**16 / (bytes seen + 2**16)
 APM_RATE = 6  # APM update: moves 2**-APM_RATE of the way to the target
 COUNTER_INIT = 1 << 31  # p = 1/2, n = 0
+HISTORY_CAP = 24  # largest bit count a bit-history state remembers
+LUT_NEXT, LUT_SEEN, LUT_INITIAL = 9216, 9728, 9984  # offsets of the bit-history tables in lut
 
 # Layout of the int64 scalar state array.
-C0, HIST4, HIST8, POS, BIT, MATCH_PTR, MATCH_LEN, WORD, P_MIX, P_FINAL = range(10)
-MATCH_BIT, MIX_SET, APM_SLOT, APM_WEIGHT, TABLE_BITS, HIST_BITS = range(10, 16)
-HASH = 16  # N_HASHED context hashes at the last byte boundary
+C0, HIST4, HIST8, POS, BIT, MATCH_PTR, MATCH_LEN, WORD, P_MIX, PREV_WORD = range(10)
+MATCH_BIT, TABLE_BITS, HIST_BITS = range(10, 13)
+APM_SLOT, MIX_SET, P_MIXER, DOT = 13, 15, 18, 21  # per APM: slot; per mixer: set, P(1), stretch(P)
+HASH = 24  # N_HASHED context hashes at the last byte boundary
 BUCKET = HASH + N_HASHED  # N_HASHED bucket base indices for the current nibble
 SLOT = BUCKET + N_HASHED  # counter index used by each counter input this bit (2 + N_HASHED + 1)
-ABLATE = SLOT + N_INPUTS  # diagnostics only: bit k silences input k; bit APM_OFF skips the APM
+STATE_SLOT = SLOT + N_INPUTS  # N_HASHED indices of the bit-history states used this bit
+ABLATE = STATE_SLOT + N_HASHED  # diagnostics only: bit k silences input k; bit APM_OFF skips the APM
 STATE_SIZE = ABLATE + 1
 APM_OFF = N_INPUTS
 
 #: Components that diagnostics can switch off, and their ABLATE bits.
-COMPONENTS = {"order 0": 0, "order 1": 1, "order 2": 2, "order 3": 3, "order 4": 4, "order 6": 5,
-              "word": 6, "match": 7, "APM": APM_OFF}
+COMPONENTS = {"order 0": 0, "order 1": 1, "order 2": 2, "order 3": 3, "order 4": 4, "order 5": 5,
+              "order 6": 6, "word": 7, "word pair": 8, "match": 9, "APM": APM_OFF}
 
-# Counter array layout: [order 0: 256][order 1: 65536][match: 64][hashed orders...].
+# Counter array layout: [order 0: 256][order 1: 65536][match: 64][state maps: N_HASHED x 256].
 ORDER1_BASE = 256
 MATCH_SM_BASE = ORDER1_BASE + 65536
-HASHED_BASE = MATCH_SM_BASE + 64
+STATE_MAP_BASE = MATCH_SM_BASE + 64
+N_COUNTERS = STATE_MAP_BASE + N_HASHED * 256
 
 
 def _lookup_tables() -> np.ndarray:
-    """Return int64 [stretch (4096) | squash (4096) | DT (1024)], computed exactly in decimal."""
-    ctx = Context(prec=30)
+    """Return int64 [stretch (4096) | squash (4096) | DT (1024)], computed exactly in decimal.
+
+    Every operation goes through one explicit decimal context, so neither the platform nor the
+    caller's decimal settings can change a table entry.
+    """
+    ctx = Context(prec=20, rounding=ROUND_HALF_EVEN)
+    one = Decimal(1)
     stretch = np.empty(4096, dtype=np.int64)
     for i in range(4096):
-        p = Decimal(2 * i + 1) / Decimal(8192)
-        v = int(((p / (1 - p)).ln(ctx) * 256).to_integral_value())
-        stretch[i] = max(-2047, min(2047, v))
+        p = ctx.divide(Decimal(2 * i + 1), Decimal(8192))
+        logit = ctx.ln(ctx.divide(p, ctx.subtract(one, p)))
+        stretch[i] = max(-2047, min(2047, int(ctx.to_integral_value(ctx.multiply(logit, Decimal(256))))))
     squash = np.empty(4096, dtype=np.int64)
     for i in range(4096):
-        x = Decimal(i - 2048) / Decimal(256)
-        v = int((Decimal(65536) / (1 + (-x).exp(ctx))).to_integral_value())
-        squash[i] = max(1, min(65535, v))
+        x = ctx.divide(Decimal(i - 2048), Decimal(256))
+        p = ctx.divide(Decimal(65536), ctx.add(one, ctx.exp(ctx.minus(x))))
+        squash[i] = max(1, min(65535, int(ctx.to_integral_value(p))))
     dt = np.array([131072 // (2 * n + 3) for n in range(1024)], dtype=np.int64)
-    return np.concatenate([stretch, squash, dt])
+    next_state, seen, initial = _bit_history_tables()
+    return np.concatenate([stretch, squash, dt, next_state, seen, initial])
+
+
+def _bit_history_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Enumerate the bit-history states: (n0, n1, last bit), counts capped at HISTORY_CAP.
+
+    Seeing bit y increments n_y and, if the other count exceeds 2, shrinks it to half plus one, so a
+    history favours recent bits.  State 0 is the empty history.  Returns the transition table
+    ``next[2 * state + y]``, the number of bits each state has seen (``n0 + n1``), and each state's
+    initial probability of a 1, ``(2 n1 + 1) / (2 (n0 + n1) + 2)``, as a 32-bit counter (22-bit p).
+    """
+    start = (0, 0, 2)
+    index = {start: 0}
+    order = [start]
+    transitions = []
+    for n0, n1, _ in order:  # grows while iterating: breadth-first enumeration
+        for y in (0, 1):
+            a, b = (n0, n1) if y == 0 else (n1, n0)  # a: count of y, b: the other
+            a = min(a + 1, HISTORY_CAP)
+            b = b if b <= 2 else b // 2 + 1
+            nxt = (a, b, 0) if y == 0 else (b, a, 1)
+            if nxt not in index:
+                index[nxt] = len(order)
+                order.append(nxt)
+            transitions.append(index[nxt])
+    assert len(order) <= 256
+    pad = 256 - len(order)
+    seen = [n0 + n1 for n0, n1, _ in order] + [0] * pad
+    initial = [(((2 * n1 + 1) << 22) // (2 * (n0 + n1) + 2)) << 10 for n0, n1, _ in order] + [1 << 31] * pad
+    return (np.array(transitions + [0] * 2 * pad, dtype=np.int64), np.array(seen, dtype=np.int64),
+            np.array(initial, dtype=np.int64))
 
 
 _LUT: np.ndarray | None = None
@@ -127,16 +185,28 @@ def _hash(x, salt):
 
 
 @kernel
-def _bucket(counters, region, table_bits, h):
-    """Return the first counter of the 16-counter bucket for hash ``h`` (resetting it on a miss)."""
+def _bucket(states, region, table_bits, h, lut):
+    """Return the first byte of the 16-byte bucket for hash ``h``.
+
+    Byte 0 of a bucket is an 8-bit check of the hash, bytes 1..15 the bit-history states of the
+    nibble's partial bits.  Two neighbouring buckets are candidates; on a miss the one whose first
+    state has seen fewer bits is cleared and taken.
+    """
     index = (h >> 12) & ((np.int64(1) << (table_bits - 4)) - 1)
-    check = ((h >> 40) & np.int64(0xFFFFFF)) | np.int64(1)
-    base = region + (index << 4)
-    if np.int64(counters[base]) != check:
-        counters[base] = check
-        for k in range(1, 16):
-            counters[base + k] = COUNTER_INIT
-    return base
+    check = (h >> 40) & np.int64(0xFF)
+    first = region + (index << 4)
+    second = region + ((index ^ 1) << 4)
+    if states[first] == check:
+        return first
+    if states[second] == check:
+        return second
+    victim = first
+    if lut[LUT_SEEN + np.int64(states[second + 1])] < lut[LUT_SEEN + np.int64(states[first + 1])]:
+        victim = second
+    states[victim] = check
+    for k in range(1, 16):
+        states[victim + k] = 0
+    return victim
 
 
 @kernel
@@ -151,22 +221,28 @@ def _train(counters, slot, bit, limit, lut):
 
 
 @kernel
-def _predict(st, counters, weights, apm, hist, lut, inputs):
+def _predict(st, counters, states, weights, apm, hist, lut, inputs):
     """Return P(next bit = 1) in units of 2**-16; leave what update needs in ``st``."""
     c0 = st[C0]
     bit = st[BIT]
     c1 = st[HIST4] & 0xFF
     table_bits = st[TABLE_BITS]
     if bit == 0 or bit == 4:
-        region = np.int64(HASHED_BASE)
+        region = np.int64(0)
         for k in range(N_HASHED):
-            st[BUCKET + k] = _bucket(counters, region, table_bits, _hash(st[HASH + k], c0))
+            st[BUCKET + k] = _bucket(states, region, table_bits, _hash(st[HASH + k], c0), lut)
             region += np.int64(1) << table_bits
     nibble = (c0 & ((1 << (bit & 3)) - 1)) | (1 << (bit & 3))  # 1..15 within the bucket
     st[SLOT + 0] = c0
     st[SLOT + 1] = ORDER1_BASE + (c1 << 8) + c0
+    known = 0  # hashed contexts seen before: a stand-in for the longest matching order
     for k in range(N_HASHED):
-        st[SLOT + 2 + k] = st[BUCKET + k] + nibble
+        slot = st[BUCKET + k] + nibble
+        state = np.int64(states[slot])
+        st[STATE_SLOT + k] = slot
+        st[SLOT + 2 + k] = STATE_MAP_BASE + k * 256 + state
+        if state != 0:
+            known += 1
     for k in range(2 + N_HASHED):
         inputs[k] = lut[np.int64(counters[st[SLOT + k]]) >> 20]
 
@@ -190,28 +266,38 @@ def _predict(st, counters, weights, apm, hist, lut, inputs):
             if (ablate >> k) & 1:
                 inputs[k] = 0
 
-    # mixer, weight set by (match state, c0)
+    # two mixers, weight sets chosen by (match state, c0) and by c1; outputs averaged in stretch units
     match_state = 0 if st[MATCH_BIT] < 0 else (1 if match_len < 16 else 2)
-    mix_set = (match_state * 256 + c0) * N_INPUTS
-    st[MIX_SET] = mix_set
-    dot = np.int64(0)
-    for k in range(N_INPUTS):
-        dot += np.int64(weights[mix_set + k]) * inputs[k]
-    p_mix = _squash(lut, dot >> 16)
+    st[MIX_SET] = (match_state * 256 + c0) * N_INPUTS
+    st[MIX_SET + 1] = (MIXER1_SETS + c1) * N_INPUTS
+    st[MIX_SET + 2] = (MIXER2_SETS + known * 8 + bit) * N_INPUTS
+    total = np.int64(0)
+    final_set = FINAL_SETS + c0 * N_MIXERS
+    for m in range(N_MIXERS):
+        mix_set = st[MIX_SET + m]
+        dot = np.int64(0)
+        for k in range(N_INPUTS):
+            dot += np.int64(weights[mix_set + k]) * inputs[k]
+        dot = max(-2047, min(2047, dot >> 16))
+        st[P_MIXER + m] = _squash(lut, dot)
+        st[DOT + m] = dot
+        total += np.int64(weights[final_set + m]) * dot
+    p_mix = _squash(lut, total >> 16)
     st[P_MIX] = p_mix
 
-    # APM keyed by (c1, c0), interpolating 33 buckets over stretch(p_mix)
+    # two APMs, keyed by (c1, c0) and by a hash of (c2, c1, c0), over stretch(p_mix)
     position = (_stretch(lut, p_mix) + 2048) * 32
     low = position >> 12
     weight = position & 4095
-    row = ((c1 << 8) + c0) * 33 + low
-    p_apm = (np.int64(apm[row]) * (4096 - weight) + np.int64(apm[row + 1]) * weight) >> 12
-    st[APM_SLOT] = row + (weight >> 11)
+    order2 = ((((st[HIST4] & 0xFFFF) << 8) | c0) * np.int64(0x9E3779B1) >> 20) & 0xFFFF
+    p_apm = np.int64(0)
+    for a in range(2):
+        row = ((c1 << 8) + c0 if a == 0 else 65536 + order2) * 33 + low
+        p_apm += (np.int64(apm[row]) * (4096 - weight) + np.int64(apm[row + 1]) * weight) >> 12
+        st[APM_SLOT + a] = row + (weight >> 11)
     if (ablate >> APM_OFF) & 1:
-        p_apm = p_mix
-    p = binary_frequency((p_mix + 3 * p_apm) >> 2)
-    st[P_FINAL] = p
-    return p
+        return binary_frequency(p_mix)
+    return binary_frequency((2 * p_mix + 3 * p_apm) >> 3)
 
 
 @kernel
@@ -230,14 +316,17 @@ def _end_of_byte(st, hist, mtable, byte):
     letter = byte | 32
     if 97 <= letter <= 122:
         st[WORD] = _hash(st[WORD], letter)
-    else:
+    elif st[WORD] != 0:
+        st[PREV_WORD] = st[WORD]
         st[WORD] = 0
     st[HASH + 0] = _hash(c4 & 0xFFFF, 2 << 40)
     st[HASH + 1] = _hash(c4 & 0xFFFFFF, 3 << 40)
     st[HASH + 2] = _hash(c4, 4 << 40)
+    st[HASH + 3] = _hash(c4 | ((c8 & 0xFF) << 32), 5 << 40)
     six = _hash(c4 | ((c8 & 0xFFFF) << 32), 6 << 40)
-    st[HASH + 3] = six
-    st[HASH + 4] = _hash(st[WORD], 9 << 40)
+    st[HASH + 4] = six
+    st[HASH + 5] = _hash(st[WORD], 9 << 40)
+    st[HASH + 6] = _hash(st[WORD] + _hash(st[PREV_WORD], 11 << 40), 10 << 40)
 
     # match model: extend the current match, or look for a new one
     match_bits = hist_bits - 2
@@ -263,24 +352,33 @@ def _end_of_byte(st, hist, mtable, byte):
 
 
 @kernel
-def _update(st, counters, weights, apm, hist, mtable, lut, inputs, bit):
+def _update(st, counters, states, weights, apm, hist, mtable, lut, inputs, bit):
     """Learn from the coded bit; advance to the next bit."""
-    for k in range(2):
+    for k in range(2 + N_HASHED):
         _train(counters, st[SLOT + k], bit, LIMIT_DIRECT, lut)
-    for k in range(2, 2 + N_HASHED):
-        _train(counters, st[SLOT + k], bit, LIMIT_HASHED, lut)
+    for k in range(N_HASHED):
+        slot = st[STATE_SLOT + k]
+        states[slot] = lut[LUT_NEXT + 2 * np.int64(states[slot]) + bit]
     if st[MATCH_BIT] >= 0:
         _train(counters, st[MATCH_BIT], bit, LIMIT_DIRECT, lut)
 
-    err = ((np.int64(bit) << 16) - st[P_MIX]) * MIXER_RATE
-    mix_set = st[MIX_SET]
-    for k in range(N_INPUTS):
-        w = np.int64(weights[mix_set + k]) + ((inputs[k] * err) >> 18)
-        weights[mix_set + k] = max(-(1 << 24), min(1 << 24, w))
+    final_set = FINAL_SETS + st[C0] * N_MIXERS
+    err = ((np.int64(bit) << 16) - st[P_MIX]) * FINAL_RATE
+    for m in range(N_MIXERS):
+        w = np.int64(weights[final_set + m]) + ((st[DOT + m] * err) >> 18)
+        weights[final_set + m] = max(-(1 << 24), min(1 << 24, w))
+    rate = MIXER_RATE + (MIXER_RATE_BOOST << 16) // (st[POS] + (1 << 16))  # faster while young
+    for m in range(N_MIXERS):
+        err = ((np.int64(bit) << 16) - st[P_MIXER + m]) * rate
+        mix_set = st[MIX_SET + m]
+        for k in range(N_INPUTS):
+            w = np.int64(weights[mix_set + k]) + ((inputs[k] * err) >> 18)
+            weights[mix_set + k] = max(-(1 << 24), min(1 << 24, w))
 
-    slot = st[APM_SLOT]
-    a = np.int64(apm[slot])
-    apm[slot] = a + (((np.int64(bit) << 16) - a) >> APM_RATE)
+    for a in range(2):
+        slot = st[APM_SLOT + a]
+        value = np.int64(apm[slot])
+        apm[slot] = value + (((np.int64(bit) << 16) - value) >> APM_RATE)
 
     c0 = st[C0] * 2 + bit
     st[BIT] += 1
@@ -292,7 +390,7 @@ def _update(st, counters, weights, apm, hist, mtable, lut, inputs, bit):
 
 
 @kernel
-def run_block(mode, data, coded, rc, st, counters, weights, apm, hist, mtable, lut, trace):
+def run_block(mode, data, coded, rc, st, counters, states, weights, apm, hist, mtable, lut, trace):
     """Encode ``data`` into ``coded``, decode ``coded`` into ``data``, or only learn ``data``.
 
     Returns the code word length for ENCODE (see :func:`statemix.coder.enc_finish`), else 0.
@@ -308,7 +406,7 @@ def run_block(mode, data, coded, rc, st, counters, weights, apm, hist, mtable, l
     for i in range(data.shape[0]):
         byte = np.int64(data[i]) if mode != DECODE else np.int64(0)
         for j in range(8):
-            p = _predict(st, counters, weights, apm, hist, lut, inputs)
+            p = _predict(st, counters, states, weights, apm, hist, lut, inputs)
             if mode == DECODE:
                 bit = dec_bit(rc, coded, p)
             else:
@@ -317,7 +415,7 @@ def run_block(mode, data, coded, rc, st, counters, weights, apm, hist, mtable, l
                     enc_bit(rc, coded, p, bit)
             if tracing:
                 trace[8 * i + j] = p if bit else 65536 - p
-            _update(st, counters, weights, apm, hist, mtable, lut, inputs, bit)
+            _update(st, counters, states, weights, apm, hist, mtable, lut, inputs, bit)
         if mode == DECODE:
             data[i] = st[HIST4] & 0xFF
     if mode == ENCODE:
@@ -345,15 +443,14 @@ class Config:
         if len(raw) != 2:
             raise ValueError("cm model configuration must be 2 bytes")
         config = cls(raw[0], raw[1])
-        if not (12 <= config.table_bits <= 24 and 16 <= config.hist_bits <= 28):
+        if not (12 <= config.table_bits <= 26 and 16 <= config.hist_bits <= 28):
             raise ValueError(f"cm model configuration out of range: {config}")
         return config
 
     def memory_bytes(self) -> int:
         """Upper bound of the model's memory, in bytes."""
-        counters = HASHED_BASE + N_HASHED * (1 << self.table_bits)
-        apm_and_weights = 65536 * 33 + 3 * 256 * N_INPUTS
-        return 4 * (counters + apm_and_weights) + (1 << self.hist_bits) + 4 * (1 << (self.hist_bits - 2))
+        words = N_COUNTERS + 2 * 65536 * 33 + MIXER_SETS * N_INPUTS  # counters, APMs, weights
+        return 4 * words + (N_HASHED << self.table_bits) + (1 << self.hist_bits) + 4 * (1 << (self.hist_bits - 2))
 
 
 class Model:
@@ -366,13 +463,15 @@ class Model:
         self.state[C0] = 1
         self.state[TABLE_BITS] = config.table_bits
         self.state[HIST_BITS] = config.hist_bits
-        self.counters = np.zeros(HASHED_BASE + N_HASHED * (1 << config.table_bits), dtype=np.uint32)
-        self.counters[:HASHED_BASE] = COUNTER_INIT
-        weights = np.full((3 * 256, N_INPUTS), (1 << 16) // 4, dtype=np.int32)
+        self.counters = np.full(N_COUNTERS, COUNTER_INIT, dtype=np.uint32)
+        self.counters[STATE_MAP_BASE:] = np.tile(self.lut[LUT_INITIAL : LUT_INITIAL + 256], N_HASHED)
+        self.states = np.zeros(N_HASHED << config.table_bits, dtype=np.uint8)
+        weights = np.full((MIXER_SETS, N_INPUTS), (1 << 16) // 4, dtype=np.int32)
         weights[:, -1] = 0  # bias
         self.weights = weights.ravel()
+        self.weights[FINAL_SETS:] = (1 << 16) // N_MIXERS
         bucket_centres = np.minimum((np.arange(33) - 16) * 128, 2047)  # stretch units
-        self.apm = np.tile(self.lut[4096 + 2048 + bucket_centres], 65536).astype(np.int32)
+        self.apm = np.tile(self.lut[4096 + 2048 + bucket_centres], 2 * 65536).astype(np.int32)
         self.hist = np.zeros(1 << config.hist_bits, dtype=np.uint8)
         self.mtable = np.zeros(1 << (config.hist_bits - 2), dtype=np.int32)
         self.rc = new_state()
@@ -389,7 +488,7 @@ class Model:
         if self.traces is not None and mode != DECODE:
             trace = np.empty(8 * data.shape[0], dtype=np.int32)
             self.traces.append(trace)
-        return run_block(mode, data, coded, self.rc, self.state, self.counters, self.weights,
+        return run_block(mode, data, coded, self.rc, self.state, self.counters, self.states, self.weights,
                          self.apm, self.hist, self.mtable, self.lut, trace)
 
     def encode(self, data: bytes, limit: int) -> bytes | None:
