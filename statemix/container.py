@@ -22,6 +22,8 @@ Block::
     raw length          varint    bytes of original data in the block, 1..MAX_BLOCK (16 MiB)
     payload length      varint    modelled and zstandard blocks only; stored blocks carry raw length
                                   bytes; never more than raw length
+    header check        1 byte    low byte of the CRC32 of the block header bytes before it, so a
+                                  damaged length is caught before any work is spent on it
     CRC32               4 bytes   of the block's original data
     payload             bytes     modelled: the range coder's code word (statemix.coder);
                                   stored: the data itself; zstandard: one zstandard frame
@@ -36,7 +38,7 @@ The model's state runs on across blocks: a stored or zstandard block is still le
 (the decoder replays it), so a block boundary changes nothing but where a code word ends.  Writers cut
 blocks every BLOCK_SIZE (1 MiB) bytes of input, so the output does not depend on how the input was fed
 in.  An empty stream is 17 bytes plus the model record (3 bytes for the cm model); data that cannot be
-compressed grows by that much plus 8 bytes per block (MiB).
+compressed grows by that much plus 9 bytes per block (MiB).
 """
 
 from __future__ import annotations
@@ -142,7 +144,7 @@ def write_block(kind: int, raw: bytes, payload: bytes) -> bytes:
     head = bytes([kind]) + encode_varint(len(raw))
     if kind != STORED:
         head += encode_varint(len(payload))
-    return head + struct.pack("<I", crc32(raw)) + payload
+    return head + bytes([crc32(head) & 0xFF]) + struct.pack("<I", crc32(raw)) + payload
 
 
 def read_block_header(buf, pos: int) -> BlockHeader | None:
@@ -161,9 +163,11 @@ def read_block_header(buf, pos: int) -> BlockHeader | None:
         payload_length, at = decode_varint(buf, at)
         if payload_length > raw_length:
             raise StatemixError("corrupt stream: block payload longer than its data")
-    _need(buf, at + 4)
-    (crc,) = struct.unpack_from("<I", buf, at)
-    return BlockHeader(kind, raw_length, payload_length, crc, at + 4 - pos)
+    _need(buf, at + 5)
+    if buf[at] != crc32(bytes(buf[pos:at])) & 0xFF:
+        raise StatemixError("corrupt stream: block header check mismatch")
+    (crc,) = struct.unpack_from("<I", buf, at + 1)
+    return BlockHeader(kind, raw_length, payload_length, crc, at + 5 - pos)
 
 
 def write_trailer(length: int, crc: int) -> bytes:

@@ -1,0 +1,112 @@
+"""Robustness: arbitrary inputs round-trip, damaged streams fail cleanly, threads are independent,
+and memory does not grow with the input.
+
+The mutation campaign here is bounded for CI; bench/fuzz_campaign.py runs the same cases at scale
+and reports how many were tried.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import subprocess
+import sys
+import threading
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import statemix
+from statemix import StatemixError
+
+from conftest import text_sample
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "bench"))
+
+from fuzz_campaign import mutations, run_case  # noqa: E402
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=3000))
+def test_arbitrary_bytes_round_trip(data):
+    assert statemix.decompress(statemix.compress(data)) == data
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.binary(max_size=600), max_size=8), st.integers(1, 3))
+def test_incremental_equals_any_split(chunks, level):
+    data = b"".join(chunks)
+    compressor = statemix.Compressor(level=level, size_hint=len(data))
+    stream = b"".join(compressor.compress(chunk) for chunk in chunks) + compressor.flush()
+    assert stream == statemix.compress(data, level=level)
+    decompressor = statemix.Decompressor()
+    out = b"".join(decompressor.decompress(stream[i : i + 97]) for i in range(0, len(stream), 97))
+    assert out == data and decompressor.eof
+
+
+@pytest.mark.slow
+@settings(max_examples=300, deadline=None)
+@given(st.binary(min_size=1000, max_size=200_000))
+def test_arbitrary_larger_bytes_round_trip(data):
+    assert statemix.decompress(statemix.compress(data)) == data
+
+
+def test_mutation_campaign_small():
+    rng = random.Random(2026)
+    original = text_sample(1500) + bytes(range(256)) + text_sample(800, seed=9)
+    stream = statemix.compress(original)
+    other = statemix.compress(b"another stream " * 50, level=1)
+    outcomes = {"original": 0, "error": 0}
+    for case in mutations(stream, other, rng, flips=300):
+        outcomes[run_case(case, original, seconds=20)] += 1
+    assert outcomes["error"] > 0 and sum(outcomes.values()) > len(stream) + 300
+
+
+def test_two_threads_give_the_same_bytes_as_alone():
+    inputs = [text_sample(300_000, seed=s) for s in (1, 2)]
+    alone = [statemix.compress(data) for data in inputs]
+    results = [None, None]
+
+    def work(i):
+        results[i] = statemix.compress(inputs[i])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == alone
+
+
+PEAK_PROBE = r"""
+import resource, sys, statemix
+size = int(sys.argv[1])
+block = (b"memory probe text, with some variety %d. " * 40000)[: 1 << 20]
+c = statemix.Compressor(level=1)
+sent = 0
+while sent < size:
+    c.compress(block)
+    sent += len(block)
+c.flush()
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def test_peak_memory_does_not_grow_with_input():
+    """Streaming compression (tables of fixed size) of 1 MiB and 4 MiB: peak RSS within 16 MiB."""
+    peaks = []
+    for mib in (1, 4):
+        done = subprocess.run([sys.executable, "-c", PEAK_PROBE, str(mib << 20)], capture_output=True,
+                              text=True, check=True)
+        peaks.append(int(done.stdout.strip()) / 1024)  # MiB
+    assert peaks[1] - peaks[0] < 16, peaks
+
+
+def test_header_check_catches_damaged_block_length():
+    stream = bytearray(statemix.compress(text_sample(4000)))
+    header_length = 11 + stream[6]
+    stream[header_length + 1] ^= 0x40  # raw length of the first block
+    with pytest.raises(StatemixError, match="corrupt|length"):
+        statemix.decompress(bytes(stream))
