@@ -16,6 +16,8 @@ previous bytes):
    bit-history state (counts of 0s and 1s seen, the larger discounted when the other bit appears,
    and the last bit; see ``_bit_history_tables``).  The state is mapped to a probability by a counter
    per (context kind, state) - the "state map" - which learns what each history really predicts.
+   Each state also gives a second, fixed "run" input: +-64 per bit seen (up to 16) when the history
+   holds only 1s (+) or only 0s (-), else 0.
 3. Hashed tables.  At each nibble boundary a context hash selects a 16-byte bucket: byte 0 holds an
    8-bit check, bytes 1..15 the states of the nibble's partial bits.  Of two neighbouring buckets the
    one whose check matches is used; otherwise the one with less history is cleared and taken.  Each
@@ -61,7 +63,8 @@ ENCODE, DECODE, LEARN = 0, 1, 2
 
 MIN_MATCH = 6  # bytes of context that start a match
 N_HASHED = 7  # orders 2, 3, 4, 5, 6, the word, and the word with the previous word
-N_INPUTS = 2 + N_HASHED + 1 + 1  # orders 0 and 1, hashed orders, match, bias
+N_INPUTS = 2 + N_HASHED + 1 + 1 + N_HASHED  # orders 0 and 1, hashed orders, match, bias, runs
+RUN = 2 + N_HASHED + 2  # first "run" input: how one-sided each hashed context's history is
 LIMIT_DIRECT = 1023  # counter confidence cap (direct contexts and state maps)
 N_MIXERS = 3
 MIXER1_SETS = 3 * 256  # first weight set of mixer 1; mixer 0 has (3 match states x c0)
@@ -74,7 +77,7 @@ MIXER_RATE_BOOST = 24  # extra rate at the start of a stream, decaying as 2**16 
 APM_RATE = 6  # APM update: moves 2**-APM_RATE of the way to the target
 COUNTER_INIT = 1 << 31  # p = 1/2, n = 0
 HISTORY_CAP = 24  # largest bit count a bit-history state remembers
-LUT_NEXT, LUT_SEEN, LUT_INITIAL = 9216, 9728, 9984  # offsets of the bit-history tables in lut
+LUT_NEXT, LUT_SEEN, LUT_INITIAL, LUT_RUN = 9216, 9728, 9984, 10240  # bit-history tables in lut
 
 # Layout of the int64 scalar state array.
 C0, HIST4, HIST8, POS, BIT, MATCH_PTR, MATCH_LEN, WORD, P_MIX, PREV_WORD = range(10)
@@ -84,13 +87,14 @@ HASH = 24  # N_HASHED context hashes at the last byte boundary
 BUCKET = HASH + N_HASHED  # N_HASHED bucket base indices for the current nibble
 SLOT = BUCKET + N_HASHED  # counter index used by each counter input this bit (2 + N_HASHED + 1)
 STATE_SLOT = SLOT + N_INPUTS  # N_HASHED indices of the bit-history states used this bit
-ABLATE = STATE_SLOT + N_HASHED  # diagnostics only: bit k silences input k; bit APM_OFF skips the APM
+ABLATE = STATE_SLOT + N_HASHED  # diagnostics only: bit k silences input k; bit APM_OFF skips the APMs
 STATE_SIZE = ABLATE + 1
 APM_OFF = N_INPUTS
 
-#: Components that diagnostics can switch off, and their ABLATE bits.
-COMPONENTS = {"order 0": 0, "order 1": 1, "order 2": 2, "order 3": 3, "order 4": 4, "order 5": 5,
-              "order 6": 6, "word": 7, "word pair": 8, "match": 9, "APM": APM_OFF}
+#: Components that diagnostics can switch off, and the ABLATE bits (inputs) of each.
+_HASHED_NAMES = ("order 2", "order 3", "order 4", "order 5", "order 6", "word", "word pair")
+COMPONENTS = {"order 0": 1 << 0, "order 1": 1 << 1, "match": 1 << (2 + N_HASHED), "APMs": 1 << APM_OFF}
+COMPONENTS.update({name: (1 << (2 + k)) | (1 << (RUN + k)) for k, name in enumerate(_HASHED_NAMES)})
 
 # Counter array layout: [order 0: 256][order 1: 65536][match: 64][state maps: N_HASHED x 256].
 ORDER1_BASE = 256
@@ -118,8 +122,8 @@ def _lookup_tables() -> np.ndarray:
         p = ctx.divide(Decimal(65536), ctx.add(one, ctx.exp(ctx.minus(x))))
         squash[i] = max(1, min(65535, int(ctx.to_integral_value(p))))
     dt = np.array([131072 // (2 * n + 3) for n in range(1024)], dtype=np.int64)
-    next_state, seen, initial = _bit_history_tables()
-    return np.concatenate([stretch, squash, dt, next_state, seen, initial])
+    next_state, seen, run, initial = _bit_history_tables()
+    return np.concatenate([stretch, squash, dt, next_state, seen, initial, run])
 
 
 def _bit_history_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -147,8 +151,10 @@ def _bit_history_tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     assert len(order) <= 256
     pad = 256 - len(order)
     seen = [n0 + n1 for n0, n1, _ in order] + [0] * pad
+    run = [(64 * min(n1, 16) if n0 == 0 else -64 * min(n0, 16) if n1 == 0 else 0) for n0, n1, _ in order] + [0] * pad
     initial = [(((2 * n1 + 1) << 22) // (2 * (n0 + n1) + 2)) << 10 for n0, n1, _ in order] + [1 << 31] * pad
     return (np.array(transitions + [0] * 2 * pad, dtype=np.int64), np.array(seen, dtype=np.int64),
+            np.array(run, dtype=np.int64),
             np.array(initial, dtype=np.int64))
 
 
@@ -241,6 +247,7 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs):
         state = np.int64(states[slot])
         st[STATE_SLOT + k] = slot
         st[SLOT + 2 + k] = STATE_MAP_BASE + k * 256 + state
+        inputs[RUN + k] = lut[LUT_RUN + state]
         if state != 0:
             known += 1
     for k in range(2 + N_HASHED):
@@ -481,7 +488,7 @@ class Model:
 
     def ablate(self, components) -> None:
         """Switch off the named COMPONENTS (diagnostics only; such a model makes no valid stream)."""
-        self.state[ABLATE] = sum(1 << COMPONENTS[name] for name in components)
+        self.state[ABLATE] = sum(COMPONENTS[name] for name in components)
 
     def _run(self, mode: int, data: np.ndarray, coded: np.ndarray) -> int:
         trace = _NO_TRACE
