@@ -11,8 +11,9 @@ previous bytes):
    ``n`` (10 bits, updates seen, capped at ``LIMIT_DIRECT``) in the low bits.  Update:
    ``p += (bit * 2**22 - p) * DT[n] >> 16`` with ``DT[n] = 2**16 / (n + 1.5)``: a running average whose
    rate slows as evidence accumulates.  Orders 0 (``c0``) and 1 (``c1, c0``) index counters directly.
-2. Bit histories.  Seven hashed contexts (orders 2, 3, 4, 5, 6, the current word, and the word with
-   the previous word; words are runs of letters, case-folded) each select one byte per bit: a
+2. Bit histories.  Eight hashed contexts (orders 2, 3, 4, 5, 6, the current word, the word with the
+   previous word - words are runs of letters, case-folded - and the sparse pair (c2, c3)) each
+   select one byte per bit: a
    bit-history state (counts of 0s and 1s seen, the larger discounted when the other bit appears,
    and the last bit; see ``_bit_history_tables``).  The state is mapped to a probability by a counter
    per (context kind, state) - the "state map" - which learns what each history really predicts.
@@ -42,7 +43,7 @@ instead of modelled): the three differ only in where each bit comes from and whe
 The stretch and squash tables are computed with Python's ``decimal`` module (correctly rounded, so
 identical everywhere), never with the platform's libm.
 
-Memory (bytes): 7 * 2**table_bits (histories) + 2**hist_bits (history) + 2**hist_bits (match
+Memory (bytes): 8 * 2**table_bits (histories) + 2**hist_bits (history) + 2**hist_bits (match
 table, int32 per 4 bytes of history) + about 17.6 MiB (APMs, order-1 counters, weights).
 """
 
@@ -62,7 +63,7 @@ MODEL_ID = 1
 ENCODE, DECODE, LEARN = 0, 1, 2
 
 MIN_MATCH = 6  # bytes of context that start a match
-N_HASHED = 7  # orders 2, 3, 4, 5, 6, the word, and the word with the previous word
+N_HASHED = 8  # orders 2, 3, 4, 5, 6, the word, the word with the previous word, sparse (c2, c3)
 N_INPUTS = 2 + N_HASHED + 1 + 1 + N_HASHED  # orders 0 and 1, hashed orders, match, bias, runs
 RUN = 2 + N_HASHED + 2  # first "run" input: how one-sided each hashed context's history is
 LIMIT_DIRECT = 1023  # counter confidence cap (direct contexts and state maps)
@@ -92,7 +93,7 @@ STATE_SIZE = ABLATE + 1
 APM_OFF = N_INPUTS
 
 #: Components that diagnostics can switch off, and the ABLATE bits (inputs) of each.
-_HASHED_NAMES = ("order 2", "order 3", "order 4", "order 5", "order 6", "word", "word pair")
+_HASHED_NAMES = ("order 2", "order 3", "order 4", "order 5", "order 6", "word", "word pair", "sparse")
 COMPONENTS = {"order 0": 1 << 0, "order 1": 1 << 1, "match": 1 << (2 + N_HASHED), "APMs": 1 << APM_OFF}
 COMPONENTS.update({name: (1 << (2 + k)) | (1 << (RUN + k)) for k, name in enumerate(_HASHED_NAMES)})
 
@@ -334,6 +335,7 @@ def _end_of_byte(st, hist, mtable, byte):
     st[HASH + 4] = six
     st[HASH + 5] = _hash(st[WORD], 9 << 40)
     st[HASH + 6] = _hash(st[WORD] + _hash(st[PREV_WORD], 11 << 40), 10 << 40)
+    st[HASH + 7] = _hash(c4 & 0xFFFF00, 12 << 40)
 
     # match model: extend the current match, or look for a new one
     match_bits = hist_bits - 2
