@@ -32,7 +32,8 @@ previous bytes):
    2**-16).  A final mixer, one weight set per ``c0``, combines the three: ``p_mix = squash(sum v_m
    dot_m >> 16)`` (P(1) in units of 2**-16).  Every mixer is trained on its own code length:
    ``w_i += x_i * err * rate >> 18`` with ``err = bit * 2**16 - p``; the rate starts high and decays
-   to ``MIXER_RATE`` as the stream grows.
+   to ``MIXER_RATE`` as the stream grows, and a mixer whose prediction missed by less than
+   ``MIXER_SKIP / 2**16`` is not trained (faster, and slightly smaller output).
 6. APMs (secondary estimation).  Two adaptive tables keyed by (``c1``, ``c0``) and by a 16-bit hash
    of (``c2``, ``c1``, ``c0``), each with 33 buckets interpolated over ``stretch(p_mix)``, refine
    ``p_mix``; the coded probability is ``(2 p_mix + 3 p_apm1 + 3 p_apm2) / 8``.
@@ -74,6 +75,7 @@ FINAL_SETS = (MIXER2_SETS + (N_HASHED + 1) * 8) * N_INPUTS  # final mixer: one s
 MIXER_SETS = FINAL_SETS // N_INPUTS + (256 * N_MIXERS + N_INPUTS - 1) // N_INPUTS
 FINAL_RATE = 2
 MIXER_RATE = 4  # mixer learning rate (scale: see module docstring)
+MIXER_SKIP = 1024  # mixers skip training when |bit - p| < MIXER_SKIP / 2**16
 MIXER_RATE_BOOST = 24  # extra rate at the start of a stream, decaying as 2**16 / (bytes seen + 2**16)
 APM_RATE = 6  # APM update: moves 2**-APM_RATE of the way to the target
 COUNTER_INIT = 1 << 31  # p = 1/2, n = 0
@@ -378,7 +380,10 @@ def _update(st, counters, states, weights, apm, hist, mtable, lut, inputs, bit):
         weights[final_set + m] = max(-(1 << 24), min(1 << 24, w))
     rate = MIXER_RATE + (MIXER_RATE_BOOST << 16) // (st[POS] + (1 << 16))  # faster while young
     for m in range(N_MIXERS):
-        err = ((np.int64(bit) << 16) - st[P_MIXER + m]) * rate
+        miss = (np.int64(bit) << 16) - st[P_MIXER + m]
+        if -MIXER_SKIP < miss < MIXER_SKIP:  # well predicted: the update would be negligible
+            continue
+        err = miss * rate
         mix_set = st[MIX_SET + m]
         for k in range(N_INPUTS):
             w = np.int64(weights[mix_set + k]) + ((inputs[k] * err) >> 18)
