@@ -11,8 +11,8 @@ previous bytes):
    ``n`` (10 bits, updates seen, capped at ``LIMIT_DIRECT``) in the low bits.  Update:
    ``p += (bit * 2**22 - p) * DT[n] >> 16`` with ``DT[n] = 2**16 / (n + 1.5)``: a running average whose
    rate slows as evidence accumulates.  Orders 0 (``c0``) and 1 (``c1, c0``) index counters directly.
-2. Bit histories.  Eight hashed contexts (orders 2, 3, 4, 5, 6, the current word, the word with the
-   previous word - words are runs of letters, case-folded - and the sparse pair (c2, c3)) each
+2. Bit histories.  Nine hashed contexts (orders 2, 3, 4, 5, 6 and 8, the current word, the word with
+   the previous word - words are runs of letters, case-folded - and the sparse pair (c2, c3)) each
    select one byte per bit: a
    bit-history state (counts of 0s and 1s seen, the larger discounted when the other bit appears,
    and the last bit; see ``_bit_history_tables``).  The state is mapped to a probability by a counter
@@ -27,8 +27,8 @@ previous bytes):
    ``MIN_MATCH`` bytes finds the most recent earlier occurrence, which then predicts the byte that
    followed it.  Its input is a counter selected by (match length bucket, predicted bit).
 5. Mixing.  Inputs are ``stretch(p) = ln(p / (1 - p))`` in units of 1/256 (range +-2047) plus a bias.
-   Three mixers each pick a weight set - by (match state, ``c0``), by ``c1``, and by (number of hashed
-   contexts with history, bit position) - and give ``dot_m = sum w_i x_i >> 16`` (weights in units of
+   Three mixers each pick a weight set - by (match state, ``c0``), by (``c1``, top 2 bits of ``c2``),
+   and by (number of hashed contexts with history, bit position) - and give ``dot_m = sum w_i x_i >> 16`` (weights in units of
    2**-16).  A final mixer, one weight set per ``c0``, combines the three: ``p_mix = squash(sum v_m
    dot_m >> 16)`` (P(1) in units of 2**-16).  Every mixer is trained on its own code length:
    ``w_i += x_i * err * rate >> 18`` with ``err = bit * 2**16 - p``; the rate starts high and decays
@@ -44,7 +44,7 @@ instead of modelled): the three differ only in where each bit comes from and whe
 The stretch and squash tables are computed with Python's ``decimal`` module (correctly rounded, so
 identical everywhere), never with the platform's libm.
 
-Memory (bytes): 8 * 2**table_bits (histories) + 2**hist_bits (history) + 2**hist_bits (match
+Memory (bytes): 9 * 2**table_bits (histories) + 2**hist_bits (history) + 2**hist_bits (match
 table, int32 per 4 bytes of history) + about 17.6 MiB (APMs, order-1 counters, weights).
 """
 
@@ -64,13 +64,13 @@ MODEL_ID = 1
 ENCODE, DECODE, LEARN = 0, 1, 2
 
 MIN_MATCH = 6  # bytes of context that start a match
-N_HASHED = 8  # orders 2, 3, 4, 5, 6, the word, the word with the previous word, sparse (c2, c3)
+N_HASHED = 9  # orders 2, 3, 4, 5, 6, the word, the word with the previous word, sparse (c2, c3), order 8
 N_INPUTS = 2 + N_HASHED + 1 + 1 + N_HASHED  # orders 0 and 1, hashed orders, match, bias, runs
 RUN = 2 + N_HASHED + 2  # first "run" input: how one-sided each hashed context's history is
 LIMIT_DIRECT = 1023  # counter confidence cap (direct contexts and state maps)
 N_MIXERS = 3
 MIXER1_SETS = 3 * 256  # first weight set of mixer 1; mixer 0 has (3 match states x c0)
-MIXER2_SETS = MIXER1_SETS + 256  # mixer 1 has c1; mixer 2 (known hashed contexts x bit position)
+MIXER2_SETS = MIXER1_SETS + 1024  # mixer 1 has (c1, top 2 bits of c2); mixer 2 (known contexts x bit position)
 FINAL_SETS = (MIXER2_SETS + (N_HASHED + 1) * 8) * N_INPUTS  # final mixer: one set per c0
 MIXER_SETS = FINAL_SETS // N_INPUTS + (256 * N_MIXERS + N_INPUTS - 1) // N_INPUTS
 FINAL_RATE = 2
@@ -95,7 +95,7 @@ STATE_SIZE = ABLATE + 1
 APM_OFF = N_INPUTS
 
 #: Components that diagnostics can switch off, and the ABLATE bits (inputs) of each.
-_HASHED_NAMES = ("order 2", "order 3", "order 4", "order 5", "order 6", "word", "word pair", "sparse")
+_HASHED_NAMES = ("order 2", "order 3", "order 4", "order 5", "order 6", "word", "word pair", "sparse", "order 8")
 COMPONENTS = {"order 0": 1 << 0, "order 1": 1 << 1, "match": 1 << (2 + N_HASHED), "APMs": 1 << APM_OFF}
 COMPONENTS.update({name: (1 << (2 + k)) | (1 << (RUN + k)) for k, name in enumerate(_HASHED_NAMES)})
 
@@ -279,7 +279,7 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs):
     # two mixers, weight sets chosen by (match state, c0) and by c1; outputs averaged in stretch units
     match_state = 0 if st[MATCH_BIT] < 0 else (1 if match_len < 16 else 2)
     st[MIX_SET] = (match_state * 256 + c0) * N_INPUTS
-    st[MIX_SET + 1] = (MIXER1_SETS + c1) * N_INPUTS
+    st[MIX_SET + 1] = (MIXER1_SETS + c1 + ((st[HIST4] >> 6) & 0x300)) * N_INPUTS
     st[MIX_SET + 2] = (MIXER2_SETS + known * 8 + bit) * N_INPUTS
     total = np.int64(0)
     final_set = FINAL_SETS + c0 * N_MIXERS
@@ -338,6 +338,7 @@ def _end_of_byte(st, hist, mtable, byte):
     st[HASH + 5] = _hash(st[WORD], 9 << 40)
     st[HASH + 6] = _hash(st[WORD] + _hash(st[PREV_WORD], 11 << 40), 10 << 40)
     st[HASH + 7] = _hash(c4 & 0xFFFF00, 12 << 40)
+    st[HASH + 8] = _hash(c4 | (c8 << 32), 8 << 40)
 
     # match model: extend the current match, or look for a new one
     match_bits = hist_bits - 2
