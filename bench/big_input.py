@@ -1,6 +1,7 @@
 """Big inputs: time per MB and peak memory of streaming compression and decompression.
 
 Usage: python bench/big_input.py [--mb 50] [--level 1] [--shared ../shared/data] [--tmpdir DIR]
+                                [--statemix CMD]
 
 Builds an input of --mb megabytes (10**6 bytes) by concatenating the files of ../shared/data
 (enwik8 prefix, Canterbury, Calgary) over and over, then runs the installed command line on it at
@@ -13,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import filecmp
+import shlex
 import sys
 import tempfile
 from pathlib import Path
@@ -42,8 +44,9 @@ def main() -> None:
     parser.add_argument("--level", type=int, default=1)
     parser.add_argument("--shared", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
     parser.add_argument("--tmpdir")
+    parser.add_argument("--statemix", help="statemix command, split with shlex (default: as bench/enwik8.py)")
     args = parser.parse_args()
-    statemix = default_statemix_command()
+    statemix = shlex.split(args.statemix) if args.statemix else default_statemix_command()
     rows = []
     with tempfile.TemporaryDirectory(dir=args.tmpdir) as scratch:
         work = Path(scratch)
