@@ -36,7 +36,7 @@ previous bytes):
    ``MIXER_SKIP / 2**16`` is not trained (faster, and slightly smaller output).
 6. APMs (secondary estimation).  Two adaptive tables keyed by (``c1``, ``c0``) and by a 16-bit hash
    of (``c2``, ``c1``, ``c0``), each with 33 buckets interpolated over ``stretch(p_mix)``, refine
-   ``p_mix``; the coded probability is ``(2 p_mix + 3 p_apm1 + 3 p_apm2) / 8``.
+   ``p_mix``; the coded probability is ``(2 p_mix + 7 p_apm1 + 7 p_apm2) / 16``.
 7. The probability goes to :func:`statemix.quantize.binary_frequency` and the range coder.
 
 ``run_block`` is the single loop shared by encoder, decoder and learner (for blocks that were stored
@@ -307,7 +307,7 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs):
         st[APM_SLOT + a] = row + (weight >> 11)
     if (ablate >> APM_OFF) & 1:
         return binary_frequency(p_mix)
-    return binary_frequency((2 * p_mix + 3 * p_apm) >> 3)
+    return binary_frequency((2 * p_mix + 7 * p_apm) >> 4)
 
 
 @kernel
