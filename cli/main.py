@@ -27,8 +27,8 @@ CHUNK = 1 << 20
 EXIT_OK, EXIT_ERROR, EXIT_WARNING = 0, 1, 2
 
 
-class Interrupted(Exception):
-    """SIGINT or SIGTERM arrived."""
+class Interrupted(BaseException):
+    """SIGINT or SIGTERM arrived (a BaseException, so no library ``except Exception`` swallows it)."""
 
 
 class Problem(Exception):
@@ -39,8 +39,47 @@ class Problem(Exception):
         self.status = status
 
 
-def _interrupt(signum, frame):
-    raise Interrupted
+# Signals are only recorded while the library computes (raising inside numba's compiler callbacks can
+# be lost), and acted on at the next checkpoint between chunks; while the command waits for input,
+# they interrupt the wait at once.
+_signal_seen: int | None = None
+_waiting_for_input = False
+
+
+def _on_signal(signum, frame):
+    global _signal_seen
+    _signal_seen = signum
+    if _waiting_for_input:
+        raise Interrupted
+
+
+def _checkpoint() -> None:
+    if _signal_seen is not None:
+        raise Interrupted
+
+
+def _read(src, size: int) -> bytes:
+    global _waiting_for_input
+    _checkpoint()
+    _waiting_for_input = True
+    try:
+        return src.read(size)
+    finally:
+        _waiting_for_input = False
+
+
+class _Output:
+    """Write to ``stream``, reporting a failed write under the output's name (not the input's)."""
+
+    def __init__(self, stream, name: str):
+        self._stream, self._name = stream, name
+
+    def write(self, data: bytes) -> None:
+        _checkpoint()
+        try:
+            self._stream.write(data)
+        except OSError as exc:
+            raise Problem(f"{self._name}: cannot write: {exc.strerror or exc}") from None
 
 
 def _say(message: str) -> None:
@@ -68,8 +107,16 @@ def _output_file(path: str, force: bool, like: os.stat_result | None):
     except OSError as exc:
         raise Problem(f"{path}: cannot create output: {exc.strerror}") from None
     try:
-        with os.fdopen(handle, "wb") as out:
+        out = os.fdopen(handle, "wb")
+        try:
             yield out
+        except BaseException:
+            out.close()
+            raise
+        try:
+            out.close()
+        except OSError as exc:
+            raise Problem(f"{path}: cannot write: {exc.strerror or exc}") from None
         if like is not None:
             os.chmod(temporary, stat.S_IMODE(like.st_mode))
             os.utime(temporary, ns=(like.st_atime_ns, like.st_mtime_ns))
@@ -114,13 +161,14 @@ def _progress(total: int | None, name: str, enabled: bool):
                 disable=not enabled, leave=False, file=sys.stderr)
 
 
-def _compress_stream(src, dst, size: int | None, level, threads, bar) -> tuple[int, int]:
+def _compress_stream(src, dst, size: int | None, opts: dict, bar) -> tuple[int, int]:
     """Compress ``src`` into ``dst``; return (bytes read, bytes written)."""
     import statemix
 
-    compressor = statemix.Compressor(level=level, size_hint=size, threads=threads)
+    compressor = statemix.Compressor(level=opts["level"], model=opts["model"], size_hint=size,
+                                     threads=opts["threads"])
     read = written = 0
-    while chunk := src.read(CHUNK):
+    while chunk := _read(src, CHUNK):
         out = compressor.compress(chunk)
         dst.write(out)
         read += len(chunk)
@@ -140,12 +188,12 @@ def _decompress_stream(src, dst, threads, bar) -> tuple[int, int]:
     seen_any = False
     while True:
         if decompressor.eof:
-            chunk = decompressor.unused_data or src.read(CHUNK)
+            chunk = decompressor.unused_data or _read(src, CHUNK)
             if not chunk:
                 break
             decompressor = statemix.Decompressor(threads=threads)
         else:
-            chunk = src.read(CHUNK)
+            chunk = _read(src, CHUNK)
             if not chunk:
                 if not seen_any:
                     raise statemix.StatemixError("empty input: not a statemix stream")
@@ -190,13 +238,15 @@ def _process(path: str, opts: dict) -> None:
                 if to_stdout:
                     if mode == "compress" and sys.stdout.isatty() and not opts["force"]:
                         raise Problem("compressed data not written to a terminal (use -f to force)")
-                    out = sys.stdout.buffer
-                    consumed, produced = work(src, out, size, opts, bar)
-                    out.flush()
+                    consumed, produced = work(src, _Output(sys.stdout.buffer, "(stdout)"), size, opts, bar)
+                    try:
+                        sys.stdout.buffer.flush()
+                    except OSError as exc:
+                        raise Problem(f"(stdout): cannot write: {exc.strerror or exc}") from None
                 else:
                     target = _target_name(path, mode == "decompress", opts["suffix"], opts["output"])
                     with _output_file(target, opts["force"], info) as out:
-                        consumed, produced = work(src, out, size, opts, bar)
+                        consumed, produced = work(src, _Output(out, target), size, opts, bar)
                 result = f"{name}: {consumed} -> {produced} bytes"
                 if mode == "compress" and consumed:
                     result += f" ({8 * produced / consumed:.3f} bits per byte)"
@@ -210,7 +260,7 @@ def _process(path: str, opts: dict) -> None:
 
 
 def _compress_work(src, out, size, opts, bar) -> tuple[int, int]:
-    return _compress_stream(src, out, size, opts["level"], opts["threads"], bar)
+    return _compress_stream(src, out, size, opts, bar)
 
 
 def _decompress_work(src, out, size, opts, bar) -> tuple[int, int]:
@@ -266,11 +316,13 @@ def _list(paths: list[str], verbose: bool) -> int:
               help="Worker threads; 0 means one per core. Never changes the output.")
 @click.option("-S", "--suffix", default=SUFFIX, show_default=True, help="Suffix of compressed files.")
 @click.option("--level", type=click.IntRange(1, 3), help="Model preset, 1 (fastest) to 3 (strongest); default 2.")
+@click.option("--model", type=click.Choice(["cm", "ssm"]),
+              help="Model family: cm (default), or ssm (experimental state-space model; slow).")
 @click.option("-1", "--fast", "level_flag", flag_value=1, help="Same as --level 1.")
 @click.option("-3", "--best", "level_flag", flag_value=3, help="Same as --level 3.")
 @click.version_option(_version(), "-V", "--version", prog_name="statemix", message="%(prog)s %(version)s")
 def main(files, mode, to_stdout, output, keep, remove, force, quiet, verbose, threads, suffix, level,
-         level_flag):
+         model, level_flag):
     """Compress or decompress FILES with statemix (no FILES or '-': standard input to output).
 
     Subcommand: 'statemix diagnose FILE' reports where the bits go (see 'statemix diagnose --help').
@@ -288,7 +340,7 @@ def main(files, mode, to_stdout, output, keep, remove, force, quiet, verbose, th
 
     opts = dict(mode=mode, stdout=to_stdout, output=output, remove=remove, force=force,
                 verbose=verbose and not quiet, threads=threads or os.cpu_count() or 1, suffix=suffix,
-                level=level or level_flag, progress=sys.stderr.isatty() and not quiet)
+                level=level or level_flag, model=model, progress=sys.stderr.isatty() and not quiet)
     status = EXIT_OK
     for path in paths:
         try:
@@ -314,7 +366,7 @@ def run(argv: list[str] | None = None) -> None:
         from .diagnose import diagnose
 
         command, argv = diagnose, argv[1:]
-    previous = signal.signal(signal.SIGTERM, _interrupt)
+    previous = {number: signal.signal(number, _on_signal) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         status = command.main(args=argv, prog_name="statemix", standalone_mode=False)
     except click.exceptions.Exit as exc:
@@ -329,5 +381,6 @@ def run(argv: list[str] | None = None) -> None:
         sys.stderr.close()
         status = EXIT_ERROR
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for number, handler in previous.items():
+            signal.signal(number, handler)
     sys.exit(status or 0)

@@ -4,8 +4,8 @@ The interface follows the standard library's lzma and bz2 modules: one-shot :fun
 :func:`decompress`, incremental :class:`Compressor` and :class:`Decompressor`, and :func:`open` /
 :class:`StatemixFile` for files.  Every problem with the data is a :class:`StatemixError`.
 
-Options that change the compressed bytes (``level``) are recorded in the stream; ``threads`` changes
-only speed.
+Options that change the compressed bytes (``model``, ``level``) are recorded in the stream;
+``threads`` changes only speed.
 """
 
 from __future__ import annotations
@@ -35,10 +35,14 @@ __all__ = [
 ]
 
 
-def compress(data, /, *, level: int | None = None, threads: int | None = None) -> bytes:
-    """Compress ``data`` (any bytes-like object) into one statemix stream."""
+def compress(data, /, *, level: int | None = None, model: str | None = None,
+             threads: int | None = None) -> bytes:
+    """Compress ``data`` (any bytes-like object) into one statemix stream.
+
+    ``model``: "cm" (default) or "ssm" (experimental); ``level``: 1-3 for cm (default 2).
+    """
     view = memoryview(data).cast("B")
-    compressor = Compressor(level=level, size_hint=len(view), threads=threads)
+    compressor = Compressor(level=level, model=model, size_hint=len(view), threads=threads)
     return compressor.compress(view) + compressor.flush()
 
 

@@ -39,14 +39,15 @@ def _set_threads(threads: int | None) -> None:
 class Compressor:
     """Compress data incrementally into one statemix stream.
 
-    ``level`` selects a model preset (changes the output; recorded in the stream).  ``size_hint``, the
-    total input length when known, lets small inputs use smaller tables (changes the output;
-    recorded).  ``threads`` only changes speed.
+    ``model`` ("cm", the default, or the experimental "ssm") and ``level`` (1-3, cm only) select the
+    model (they change the output and are recorded in the stream).  ``size_hint``, the total input
+    length when known, lets small inputs use smaller tables (changes the output; recorded).
+    ``threads`` only changes speed.
     """
 
-    def __init__(self, *, level: int | None = None, size_hint: int | None = None,
-                 threads: int | None = None):
-        self._spec = spec_for_level(level, size_hint)
+    def __init__(self, *, level: int | None = None, model: str | None = None,
+                 size_hint: int | None = None, threads: int | None = None):
+        self._spec = spec_for_level(level, size_hint, model)
         self._threads = threads or 1
         _set_threads(threads)
         self._model = build_model(self._spec)

@@ -62,7 +62,7 @@ class StatemixFile(io.BufferedIOBase):
     """A file object giving access to a statemix-compressed file (mode "r", "w", "x" or "a")."""
 
     def __init__(self, filename, mode: str = "r", *, level: int | None = None,
-                 threads: int | None = None):
+                 model: str | None = None, threads: int | None = None):
         self._fp = None
         self._close_fp = False
         self._mode = None
@@ -72,19 +72,26 @@ class StatemixFile(io.BufferedIOBase):
             mode_code = mode[0]
         else:
             raise ValueError(f"invalid mode: {mode!r}")
+        if not isinstance(filename, (str, bytes, os.PathLike)) and not (
+            hasattr(filename, "read") or hasattr(filename, "write")
+        ):
+            raise TypeError("filename must be a str, bytes, os.PathLike or file object")
+        # options are checked (by building the codec) before any file is opened or truncated
+        if mode_code == "r":
+            Decompressor(threads=threads)
+        else:
+            compressor = Compressor(level=level, model=model, threads=threads)
         if isinstance(filename, (str, bytes, os.PathLike)):
             self._fp = builtins.open(filename, mode_code + "b")
             self._close_fp = True
-        elif hasattr(filename, "read") or hasattr(filename, "write"):
+        else:
             self._fp = filename
-        else:
-            raise TypeError("filename must be a str, bytes, os.PathLike or file object")
         if mode_code == "r":
-            self._mode = "r"
             self._buffer = io.BufferedReader(_DecompressReader(self._fp, threads))
+            self._mode = "r"
         else:
+            self._compressor = compressor
             self._mode = "w"
-            self._compressor = Compressor(level=level, threads=threads)
         self._position = 0
 
     def close(self) -> None:
@@ -175,8 +182,9 @@ class StatemixFile(io.BufferedIOBase):
             raise io.UnsupportedOperation(f"file not open for {'reading' if mode == 'r' else 'writing'}")
 
 
-def open(file, mode: str = "rb", *, level: int | None = None, threads: int | None = None,
-         encoding: str | None = None, errors: str | None = None, newline: str | None = None):
+def open(file, mode: str = "rb", *, level: int | None = None, model: str | None = None,
+         threads: int | None = None, encoding: str | None = None, errors: str | None = None,
+         newline: str | None = None):
     """Open a statemix-compressed file in binary or text mode, like lzma.open()."""
     if "t" in mode:
         if "b" in mode:
@@ -188,7 +196,7 @@ def open(file, mode: str = "rb", *, level: int | None = None, threads: int | Non
             raise ValueError("argument 'errors' not supported in binary mode")
         if newline is not None:
             raise ValueError("argument 'newline' not supported in binary mode")
-    binary = StatemixFile(file, mode.replace("t", ""), level=level, threads=threads)
+    binary = StatemixFile(file, mode.replace("t", ""), level=level, model=model, threads=threads)
     if "t" in mode:
         return io.TextIOWrapper(binary, encoding=io.text_encoding(encoding), errors=errors, newline=newline)
     return binary

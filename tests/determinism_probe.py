@@ -28,6 +28,7 @@ def probe_streams() -> dict[str, bytes]:
         streams[f"stream-{level}"] = b"".join(
             [compressor.compress(data[i : i + 7000]) for i in range(0, len(data), 7000)] + [compressor.flush()]
         )
+    streams["ssm"] = statemix.compress(data[:3000], model="ssm")  # float32 model, parallel kernels
     return streams
 
 

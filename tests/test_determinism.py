@@ -1,7 +1,8 @@
 """Bit-exact coding across thread counts and CPU targets, checked in fresh subprocesses.
 
-Each variant runs with its own empty numba cache, so its kernels are compiled for that target.
-A stream made under one setting is decoded under every other; all must agree with pinned hashes.
+Variants that change the CPU target run with their own empty numba cache, so their kernels are
+compiled for that target; thread-count variants load the kernels this process compiled.  A stream
+made under one setting is decoded under every other; all must agree with pinned hashes.
 """
 
 from __future__ import annotations
@@ -25,20 +26,23 @@ GOLDEN = {
     "oneshot-2": "65e76db977b832fe0b2652e6809f8c02e9aec0b718833f3aac212f2c11cd6895",
     "stream-1": "a3abdf42f31fa19beb089c160e4e2162cc73f0b4223699c85dff312130ab37f0",
     "stream-3": "c0f30090ebb34cddf59fc78dc99b79d0fd58abfee11b84186b30b9e997c407b4",
+    "ssm": "5a33276fa9cae17aeb317f20c505c163bcb7ec4fe88c2309b43cf389791e2690",
 }
 
-VARIANTS = {
-    "threads-1": {"NUMBA_NUM_THREADS": "1"},
-    "threads-2": {"NUMBA_NUM_THREADS": "2"},
-    "cpu-generic": {"NUMBA_CPU_NAME": "generic"},
-    "no-avx2-fma-libc": {"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA", "NUMBA_CPU_NAME": "x86-64"},
+VARIANTS = {  # name: (environment, needs its own cache)
+    "threads-1": ({"NUMBA_NUM_THREADS": "1"}, False),
+    "threads-2": ({"NUMBA_NUM_THREADS": "2"}, False),
+    "cpu-generic": ({"NUMBA_CPU_NAME": "generic"}, True),
+    "no-avx2-fma-libc": ({"GLIBC_TUNABLES": "glibc.cpu.hwcaps=-AVX2,-FMA", "NUMBA_CPU_NAME": "x86-64"}, True),
 }
 
 
-def _run_probe(tmp_path: Path, name: str, env_changes: dict, streams: dict) -> dict:
+def _run_probe(tmp_path: Path, name: str, streams: dict) -> dict:
+    env_changes, own_cache = VARIANTS[name]
     env = {k: v for k, v in os.environ.items() if not k.startswith("NUMBA_")}
     env.update(env_changes)
-    env["STATEMIX_CACHE_DIR"] = str(tmp_path / f"cache-{name}")
+    if own_cache:
+        env["STATEMIX_CACHE_DIR"] = str(tmp_path / f"cache-{name}")
     given = tmp_path / f"in-{name}.json"
     given.write_text(json.dumps(streams))
     out = tmp_path / f"out-{name}.json"
@@ -61,7 +65,7 @@ def test_in_process_streams_match_golden(streams):
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
 def test_variant_reproduces_and_decodes(tmp_path, streams, variant):
-    result = _run_probe(tmp_path, variant, VARIANTS[variant], streams)
+    result = _run_probe(tmp_path, variant, streams)
     assert result["hashes"] == GOLDEN
     expected = hashlib.sha256(probe_input()).hexdigest()
     assert result["decoded"] == {name: expected for name in streams}

@@ -21,6 +21,10 @@ from .._errors import StatemixError
 
 DEFAULT_LEVEL = 2
 LEVELS = (1, 2, 3)
+#: Model families a user can choose: "cm" (the default: context mixing over bits, levels 1-3) and
+#: "ssm" (experimental: an online-trained state-space model over tokens; far slower, and larger
+#: output than cm today, see bench/RESULTS.md).
+MODELS = ("cm", "ssm")
 
 
 @dataclass(frozen=True)
@@ -43,12 +47,20 @@ class ModelSpec:
         return f"model {self.model_id} ({self.parameters.hex() or 'no parameters'})"
 
 
-def spec_for_level(level: int | None, size_hint: int | None = None) -> ModelSpec:
-    """Return the model configuration of a --level preset.
+def spec_for_level(level: int | None, size_hint: int | None = None, model: str | None = None) -> ModelSpec:
+    """Return the model configuration of a model family and --level preset.
 
     ``size_hint`` (the input's length when known) shrinks the tables of small inputs: they cannot fill
     them, and smaller tables start faster and stay in cache.
     """
+    if model not in (None, *MODELS):
+        raise StatemixError(f"model must be one of {', '.join(MODELS)}, not {model!r}")
+    if model == "ssm":
+        if level is not None:
+            raise StatemixError("levels apply to the cm model only")
+        from .ssm import MODEL_ID, PRESETS
+
+        return ModelSpec(MODEL_ID, PRESETS["default"].to_bytes())
     from .cm import MODEL_ID, Config
 
     if level is None:

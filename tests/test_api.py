@@ -1,0 +1,1026 @@
+"""The public API, layer by layer, in the manner of CPython's test_lzma.
+
+Objects (Compressor, Decompressor), then the one-shot functions, then StatemixFile / open() and
+read_info(); then corrupt and foreign input, and golden streams whose exact bytes pin the format and
+the model arithmetic.  Inputs are small (a few KiB at most) so that ``size_hint`` keeps the model
+tables small and the whole file runs in seconds.
+"""
+
+from __future__ import annotations
+
+import array
+import functools
+import gc
+import io
+import os
+import pathlib
+import random
+import struct
+import threading
+import zlib
+
+import pytest
+import zstandard
+
+import statemix
+from statemix import Compressor, Decompressor, StatemixError, StatemixFile, container
+from statemix.models import spec_for_level
+
+from conftest import text_sample
+
+# ---------------------------------------------------------------------------------------------------
+# Inputs and their streams (computed once, lazily, so that collection does not load the kernels)
+
+TEXT = text_sample(3000, seed=5)
+RANDOM = random.Random(11).randbytes(2000)
+ALL_BYTES = bytes(range(256))
+INVALID_UTF8 = b"\xff\xfe\xc3\x28\xa0\xa1\xe2\x28\xa1\xf0\x28\x8c\xbc\xf8\xa1\xa1\xa1\xa1\xed\xa0\x80\xc0\xaf"
+REPEATED_RANDOM = random.Random(3).randbytes(40) * 3
+GOLDEN_INPUT = b"statemix golden stream\n" * 20
+
+#: statemix.compress(b"").  To renew after a deliberate change of format or model (then also think
+#: about FORMAT_VERSION / ARITHMETIC_VERSION):  python -c "import statemix; print(statemix.compress(
+#: b'').hex()); print(statemix.compress(b'statemix golden stream\n' * 20).hex())"
+GOLDEN_EMPTY = bytes.fromhex(
+    "89534d58"  # magic
+    "01"  # format version
+    "01"  # arithmetic version
+    "03"  # model record length
+    "010e10"  # model record: cm (id 1), table_bits 14, hist_bits 16
+    "c4459876"  # header CRC32
+    "00"  # end block
+    "00"  # original length 0
+    "00000000"  # CRC32 of no data
+)
+#: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 22 bytes
+GOLDEN_TEXT = bytes.fromhex(
+    "89534d58010103010e10c4459876"  # header, as above
+    "01" "cc03" "16" "cf" "5877534f"  # modelled block: raw length 460, payload 22, check, CRC32
+    "8143fe8ee7b4b896802278a91e4556b4ffbf58f32f8f"  # the range coder's code word
+    "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+
+
+@functools.cache
+def stream(data: bytes) -> bytes:
+    return statemix.compress(data)
+
+
+def text_stream() -> bytes:
+    return stream(TEXT)
+
+
+def golden_input_stream() -> bytes:
+    """The stream of GOLDEN_INPUT made by this build (tests other than the golden ones use it)."""
+    return stream(GOLDEN_INPUT)
+
+
+def block_kinds(data: bytes) -> list[str]:
+    return [block.kind for s in statemix.read_info(io.BytesIO(data)) for block in s.blocks]
+
+
+SMALL_BLOCK = 32
+#: four blocks of SMALL_BLOCK bytes; the third is random, so it is stored
+MULTI_BLOCK_INPUT = text_sample(60, seed=3) + random.Random(5).randbytes(48) + text_sample(20, seed=4)
+
+
+@pytest.fixture
+def small_blocks(monkeypatch):
+    """Make writers cut a block every SMALL_BLOCK bytes, so small inputs give multi-block streams."""
+    monkeypatch.setattr(container, "BLOCK_SIZE", SMALL_BLOCK)
+    return SMALL_BLOCK
+
+
+@functools.cache
+def multi_block_stream() -> bytes:
+    saved = container.BLOCK_SIZE
+    container.BLOCK_SIZE = SMALL_BLOCK
+    try:
+        data = statemix.compress(MULTI_BLOCK_INPUT)
+    finally:
+        container.BLOCK_SIZE = saved
+    kinds = block_kinds(data)
+    assert len(kinds) == 4, "the BLOCK_SIZE hook no longer makes multi-block streams"
+    assert kinds[2] == "stored"
+    return data
+
+
+@functools.cache
+def zstandard_stream(data: bytes) -> bytes:
+    """A stream whose one block is a zstandard frame, made by hand from the format's parts.
+
+    (The model now beats zstandard on every small input, so the writer itself rarely makes one.)
+    """
+    payload = zstandard.ZstdCompressor(level=19, write_content_size=False).compress(data)
+    assert len(payload) < len(data)
+    return (container.write_header(spec_for_level(None, len(data)))
+            + container.write_block(container.ZSTANDARD, data, payload)
+            + container.write_trailer(len(data), zlib.crc32(data)))
+
+
+def patch_header(data: bytes, offset: int, value: int) -> bytes:
+    """Set header byte ``offset`` to ``value`` and recompute the header CRC32 (see container.py)."""
+    out = bytearray(data)
+    out[offset] = value
+    end = 7 + out[6]
+    out[end : end + 4] = struct.pack("<I", zlib.crc32(bytes(out[:end])))
+    return bytes(out)
+
+
+# ---------------------------------------------------------------------------------------------------
+# Public names
+
+
+def test_public_names_are_pinned():
+    assert sorted(statemix.__all__) == [
+        "Compressor",
+        "Decompressor",
+        "StatemixError",
+        "StatemixFile",
+        "StreamInfo",
+        "compress",
+        "decompress",
+        "open",
+        "read_info",
+    ]
+    for name in statemix.__all__:
+        assert getattr(statemix, name) is not None
+    namespace: dict = {}
+    exec("from statemix import *", namespace)
+    assert sorted(k for k in namespace if k != "__builtins__") == sorted(statemix.__all__)
+
+
+def test_error_class_and_version():
+    assert issubclass(StatemixError, Exception)
+    assert isinstance(statemix.__version__, str) and statemix.__version__
+    assert (pathlib.Path(statemix.__file__).parent / "py.typed").is_file()
+
+
+# ---------------------------------------------------------------------------------------------------
+# Compressor
+
+
+def test_compressor_10_byte_slices_and_empty_chunks_equal_one_shot():
+    compressor = Compressor(size_hint=len(TEXT))
+    out = [compressor.compress(b"")]
+    for i in range(0, len(TEXT), 10):
+        out.append(compressor.compress(TEXT[i : i + 10]))
+        out.append(compressor.compress(b""))
+    out.append(compressor.flush())
+    assert b"".join(out) == text_stream()
+
+
+def test_compressor_one_chunk_equals_one_shot():
+    compressor = Compressor(size_hint=len(TEXT))
+    assert compressor.compress(TEXT) + compressor.flush() == text_stream()
+
+
+def test_compressor_flush_only_is_the_empty_stream():
+    assert Compressor(size_hint=0).flush() == GOLDEN_EMPTY
+
+
+def test_compressor_accepts_bytes_like_objects():
+    expected = stream(ALL_BYTES)
+    for data in (bytearray(ALL_BYTES), memoryview(ALL_BYTES), array.array("B", ALL_BYTES)):
+        compressor = Compressor(size_hint=len(ALL_BYTES))
+        assert compressor.compress(data) + compressor.flush() == expected
+    words = array.array("I", ALL_BYTES[:64])  # 64 four-byte items: 256 bytes
+    compressor = Compressor(size_hint=words.itemsize * len(words))
+    out = compressor.compress(words) + compressor.flush()
+    assert statemix.decompress(out) == words.tobytes()
+
+
+def test_compressor_rejects_str():
+    with pytest.raises(TypeError):
+        Compressor(size_hint=4).compress("text")
+
+
+def test_compressor_flush_twice_raises_valueerror():
+    compressor = Compressor(size_hint=3)
+    compressor.compress(b"abc")
+    compressor.flush()
+    with pytest.raises(ValueError):
+        compressor.flush()
+
+
+def test_compressor_compress_after_flush_raises_valueerror():
+    compressor = Compressor(size_hint=3)
+    compressor.flush()
+    with pytest.raises(ValueError):
+        compressor.compress(b"abc")
+
+
+@pytest.mark.parametrize("options", [dict(level=0), dict(level=4), dict(level=-1), dict(threads=0),
+                                     dict(threads=-2)])
+def test_compressor_bad_options_raise_statemixerror(options):
+    with pytest.raises(StatemixError):
+        Compressor(size_hint=10, **options)
+
+
+def test_compressor_without_size_hint_round_trips():
+    compressor = Compressor()
+    data = GOLDEN_INPUT
+    out = compressor.compress(data[:100]) + compressor.compress(data[100:]) + compressor.flush()
+    assert statemix.decompress(out) == data
+
+
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_levels_round_trip(level):
+    out = statemix.compress(TEXT, level=level)
+    assert statemix.decompress(out) == TEXT
+
+
+def test_size_hint_is_recorded_and_streaming_equals_one_shot_only_when_it_matches():
+    compressor = Compressor(size_hint=len(TEXT))
+    assert compressor.compress(TEXT) + compressor.flush() == text_stream()
+    other = Compressor(size_hint=1 << 20)
+    different = other.compress(TEXT) + other.flush()
+    assert different != text_stream()  # the tables differ, and the header says so
+    assert statemix.decompress(different) == TEXT
+
+
+def test_threads_never_change_the_output():
+    data = TEXT[:1000] + RANDOM[:1000]  # the random half makes the compressor try zstandard as well
+    one = statemix.compress(data, threads=1)
+    assert statemix.compress(data, threads=2) == one
+    compressor = Compressor(size_hint=len(data), threads=2)
+    assert b"".join(compressor.compress(data[i : i + 10]) for i in range(0, len(data), 10)) + \
+        compressor.flush() == one
+
+
+def test_two_compressors_interleaved_are_independent():
+    a, b = TEXT, GOLDEN_INPUT
+    ca, cb = Compressor(size_hint=len(a)), Compressor(size_hint=len(b))
+    out_a, out_b = [], []
+    for i in range(0, max(len(a), len(b)), 10):
+        out_a.append(ca.compress(a[i : i + 10]))
+        out_b.append(cb.compress(b[i : i + 10]))
+    out_a.append(ca.flush())
+    out_b.append(cb.flush())
+    assert b"".join(out_a) == text_stream()
+    assert b"".join(out_b) == golden_input_stream()
+
+
+def test_two_compressors_in_two_threads_give_the_same_bytes_as_alone():
+    inputs = [TEXT, GOLDEN_INPUT, RANDOM]
+    expected = [stream(data) for data in inputs]
+    results: list = [None] * len(inputs)
+
+    def work(k):
+        results[k] = statemix.compress(inputs[k])
+
+    threads = [threading.Thread(target=work, args=(k,)) for k in range(len(inputs))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert results == expected
+
+
+def test_compressor_cuts_blocks_independently_of_how_the_input_is_fed(small_blocks):
+    data = MULTI_BLOCK_INPUT
+    one_shot = statemix.compress(data)
+    assert one_shot == multi_block_stream()
+    assert len(block_kinds(one_shot)) == -(-len(data) // small_blocks)
+    for step in (1, 10, small_blocks - 1, small_blocks, small_blocks + 1, 1000):
+        compressor = Compressor(size_hint=len(data))
+        out = b"".join(compressor.compress(data[i : i + step]) for i in range(0, len(data), step))
+        assert out + compressor.flush() == one_shot, step
+    assert statemix.decompress(one_shot) == data
+
+
+def test_zstandard_block_round_trips():
+    data = REPEATED_RANDOM
+    assert block_kinds(zstandard_stream(data)) == ["zstandard"]
+    assert statemix.decompress(zstandard_stream(data)) == data
+    # the model learned the block: a modelled block after it decodes as well
+    assert statemix.decompress(zstandard_stream(data) + stream(data)) == data * 2
+    with statemix.open(io.BytesIO(zstandard_stream(data))) as f:
+        assert f.read() == data
+
+
+def test_incompressible_block_is_stored():
+    assert block_kinds(stream(RANDOM)) == ["stored"]
+    assert statemix.decompress(stream(RANDOM)) == RANDOM
+
+
+# ---------------------------------------------------------------------------------------------------
+# Decompressor
+
+
+def test_decompressor_initial_state():
+    decompressor = Decompressor()
+    assert decompressor.eof is False
+    assert decompressor.needs_input is True
+    assert decompressor.unused_data == b""
+
+
+def test_decompressor_10_byte_slices_and_empty_chunks():
+    data = text_stream()
+    decompressor = Decompressor()
+    out = [decompressor.decompress(b"")]
+    assert decompressor.needs_input
+    for i in range(0, len(data), 10):
+        assert not decompressor.eof
+        out.append(decompressor.decompress(data[i : i + 10]))
+        if not decompressor.eof:
+            out.append(decompressor.decompress(b""))
+    assert decompressor.eof
+    assert decompressor.needs_input is False
+    assert decompressor.unused_data == b""
+    assert b"".join(out) == TEXT
+
+
+def test_decompressor_one_byte_at_a_time(small_blocks):
+    data = multi_block_stream()
+    decompressor = Decompressor()
+    out = bytearray()
+    for i in range(len(data)):
+        assert not decompressor.eof
+        out += decompressor.decompress(data[i : i + 1])
+    assert decompressor.eof
+    assert bytes(out) == MULTI_BLOCK_INPUT
+
+
+def test_decompressor_max_length():
+    decompressor = Decompressor()
+    first = decompressor.decompress(text_stream(), max_length=100)
+    assert first == TEXT[:100]
+    assert decompressor.needs_input is False  # output is still buffered
+    assert decompressor.eof is False
+    out = [first]
+    while not decompressor.eof:
+        piece = decompressor.decompress(b"", max_length=100)
+        assert len(piece) <= 100
+        out.append(piece)
+    assert b"".join(out) == TEXT
+    assert decompressor.unused_data == b""
+
+
+def test_decompressor_max_length_zero_and_one():
+    decompressor = Decompressor()
+    assert decompressor.decompress(text_stream(), max_length=0) == b""
+    assert not decompressor.eof
+    assert decompressor.decompress(b"", max_length=1) == TEXT[:1]
+    assert decompressor.decompress(b"") == TEXT[1:]
+    assert decompressor.eof
+
+
+@pytest.mark.parametrize("max_length", [1, 7, SMALL_BLOCK, 1000])
+def test_decompressor_max_length_with_chunked_input(max_length, small_blocks):
+    # the loop of the stdlib's DecompressReader: feed input only when needs_input says so
+    data = multi_block_stream()
+    decompressor = Decompressor()
+    pos = 0
+    out = []
+    while not decompressor.eof:
+        if decompressor.needs_input:
+            chunk = data[pos : pos + 10]
+            assert chunk, "needs_input while the whole stream was given"
+            pos += 10
+        else:
+            chunk = b""
+        piece = decompressor.decompress(chunk, max_length)
+        assert len(piece) <= max_length
+        out.append(piece)
+    assert pos >= len(data)
+    assert b"".join(out) == MULTI_BLOCK_INPUT
+
+
+def test_decompressor_eof_and_unused_data():
+    decompressor = Decompressor()
+    assert decompressor.decompress(text_stream() + b"trailing data") == TEXT
+    assert decompressor.eof
+    assert decompressor.needs_input is False
+    assert decompressor.unused_data == b"trailing data"
+
+
+def test_decompressor_stops_at_the_end_of_one_stream():
+    second = stream(GOLDEN_INPUT)
+    decompressor = Decompressor()
+    assert decompressor.decompress(text_stream() + second) == TEXT
+    assert decompressor.eof
+    assert decompressor.unused_data == second
+
+
+def test_decompressor_unused_data_split_across_calls():
+    data = text_stream() + b"xyz"
+    decompressor = Decompressor()
+    out = decompressor.decompress(data[:-5]) + decompressor.decompress(data[-5:])
+    assert out == TEXT
+    assert decompressor.unused_data == b"xyz"
+
+
+def test_decompressor_raises_eoferror_after_eof():
+    decompressor = Decompressor()
+    decompressor.decompress(GOLDEN_EMPTY)
+    assert decompressor.eof
+    with pytest.raises(EOFError):
+        decompressor.decompress(b"")
+    with pytest.raises(EOFError):
+        decompressor.decompress(GOLDEN_EMPTY)
+
+
+def test_decompressor_truncated_input_is_not_an_error_until_the_caller_says_so():
+    decompressor = Decompressor()
+    assert decompressor.decompress(text_stream()[:-1]) == TEXT  # the block itself was complete
+    assert not decompressor.eof
+    assert decompressor.needs_input
+
+
+def test_decompressor_foreign_input_raises():
+    with pytest.raises(StatemixError):
+        Decompressor().decompress(b"this is not a statemix stream")
+    with pytest.raises(StatemixError):
+        Decompressor().decompress(zlib.compress(TEXT))
+
+
+def test_decompressor_bad_threads_raise():
+    with pytest.raises(StatemixError):
+        Decompressor(threads=0)
+
+
+# ---------------------------------------------------------------------------------------------------
+# One-shot compress() and decompress()
+
+ROUND_TRIP_INPUTS = {
+    "empty": b"",
+    "one byte": b"\x00",
+    "one letter": b"a",
+    "all byte values": ALL_BYTES,
+    "all byte values reversed, twice": ALL_BYTES[::-1] * 2,
+    "invalid utf-8": INVALID_UTF8,
+    "zeros": bytes(5000),
+    "text": TEXT,
+    "random": RANDOM,
+    "repeated random": REPEATED_RANDOM,
+    "golden": GOLDEN_INPUT,
+}
+
+
+@pytest.mark.parametrize("name", list(ROUND_TRIP_INPUTS))
+def test_round_trip(name):
+    data = ROUND_TRIP_INPUTS[name]
+    compressed = statemix.compress(data)
+    assert isinstance(compressed, bytes)
+    assert statemix.decompress(compressed) == data
+
+
+def test_compress_accepts_bytes_like_objects():
+    expected = stream(INVALID_UTF8)
+    assert statemix.compress(bytearray(INVALID_UTF8)) == expected
+    assert statemix.compress(memoryview(INVALID_UTF8)) == expected
+    assert statemix.decompress(bytearray(expected)) == INVALID_UTF8
+    assert statemix.decompress(memoryview(expected)) == INVALID_UTF8
+
+
+def test_compress_and_decompress_reject_str():
+    with pytest.raises(TypeError):
+        statemix.compress("text")
+    with pytest.raises(TypeError):
+        statemix.decompress("text")
+
+
+def test_options_are_keyword_only():
+    with pytest.raises(TypeError):
+        statemix.compress(b"abc", 2)  # type: ignore[misc]
+    with pytest.raises(TypeError):
+        Compressor(2)  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("size", [0, 1, 100, 2000])
+def test_random_input_grows_by_at_most_64_bytes(size):
+    data = RANDOM[:size]
+    compressed = statemix.compress(data)
+    assert len(compressed) <= len(data) + 64
+    assert statemix.decompress(compressed) == data
+
+
+def test_compressible_input_shrinks():
+    assert len(stream(bytes(5000))) < 100
+    assert len(text_stream()) < len(TEXT) // 2
+
+
+def test_decompress_concatenated_streams():
+    parts = [TEXT, b"", GOLDEN_INPUT, RANDOM[:50], b""]
+    data = b"".join(stream(part) for part in parts)
+    assert statemix.decompress(data) == b"".join(parts)
+
+
+def test_decompress_concatenation_of_empty_streams():
+    assert statemix.decompress(GOLDEN_EMPTY * 3) == b""
+
+
+def test_decompress_empty_input_raises():
+    with pytest.raises(StatemixError, match="empty"):
+        statemix.decompress(b"")
+
+
+@pytest.mark.parametrize("garbage", [b"\x00", b"junk", b"\x89", b"\x89SMX", b"\x89SMX\x01\x01",
+                                     GOLDEN_EMPTY[:-1], bytes(100)])
+def test_decompress_trailing_garbage_raises(garbage):
+    with pytest.raises(StatemixError):
+        statemix.decompress(text_stream() + garbage)
+
+
+def test_decompress_foreign_data_raises():
+    for data in (b"x", TEXT, zlib.compress(TEXT), b"\x89PNG\r\n\x1a\n"):
+        with pytest.raises(StatemixError):
+            statemix.decompress(data)
+
+
+# ---------------------------------------------------------------------------------------------------
+# StatemixFile and open()
+
+
+def write_file(target, data: bytes, mode: str = "wb", **kwargs) -> None:
+    with statemix.open(target, mode, **kwargs) as f:
+        assert f.write(data) == len(data)
+
+
+def test_file_write_then_read_through_file_objects():
+    buffer = io.BytesIO()
+    with StatemixFile(buffer, "w") as f:
+        assert f.writable() and not f.readable() and not f.seekable()
+        for i in range(0, len(GOLDEN_INPUT), 10):
+            f.write(GOLDEN_INPUT[i : i + 10])
+        assert f.tell() == len(GOLDEN_INPUT)
+    assert not buffer.closed  # a file object given by the caller stays open
+    assert statemix.decompress(buffer.getvalue()) == GOLDEN_INPUT
+    buffer.seek(0)
+    with StatemixFile(buffer) as f:
+        assert f.readable() and not f.writable() and not f.seekable()
+        assert f.read() == GOLDEN_INPUT
+        assert f.read() == b""
+        assert f.tell() == len(GOLDEN_INPUT)
+    assert not buffer.closed
+
+
+@pytest.mark.parametrize("kind", [str, bytes, pathlib.Path])
+def test_file_by_path(tmp_path, kind):
+    path = tmp_path / "data.smx"
+    name = kind(os.fsencode(path)) if kind is bytes else kind(path)
+    write_file(name, GOLDEN_INPUT)
+    assert statemix.decompress(path.read_bytes()) == GOLDEN_INPUT
+    with statemix.open(name) as f:
+        assert isinstance(f, StatemixFile)
+        assert isinstance(f.fileno(), int)
+        assert f.read() == GOLDEN_INPUT
+
+
+def test_file_reads_streams_from_the_one_shot_function(tmp_path):
+    path = tmp_path / "data.smx"
+    path.write_bytes(text_stream())
+    with statemix.open(path, "r") as f:
+        assert f.read() == TEXT
+
+
+def test_file_modes(tmp_path):
+    path = tmp_path / "m.smx"
+    for mode in ("x", "xb"):
+        path.unlink(missing_ok=True)
+        write_file(path, b"first", mode)
+        with pytest.raises(FileExistsError):
+            statemix.open(path, mode)
+    for mode in ("w", "wb"):
+        write_file(path, b"second", mode)
+        with statemix.open(path, "rb") as f:
+            assert f.read() == b"second"
+    for mode in ("a", "ab"):
+        write_file(path, b"+more", mode)
+    for mode in ("r", "rb"):
+        with statemix.open(path, mode) as f:
+            assert f.read() == b"second+more+more"
+    assert statemix.decompress(path.read_bytes()) == b"second+more+more"
+
+
+@pytest.mark.parametrize("mode", ["", "rw", "wr", "rb+", "U", "wbt", "z"])
+def test_file_invalid_modes(mode):
+    with pytest.raises(ValueError):
+        StatemixFile(io.BytesIO(), mode)
+
+
+@pytest.mark.parametrize("mode", ["rbt", "wtb", "z", "r+"])
+def test_open_invalid_modes(mode):
+    with pytest.raises(ValueError):
+        statemix.open(io.BytesIO(), mode)
+
+
+def test_file_rejects_objects_that_are_not_files():
+    with pytest.raises(TypeError):
+        StatemixFile(42)
+    with pytest.raises(TypeError):
+        statemix.open(None)
+
+
+@pytest.mark.parametrize("option", ["encoding", "errors", "newline"])
+def test_open_binary_mode_rejects_text_options(option):
+    with pytest.raises(ValueError):
+        statemix.open(io.BytesIO(), "wb", **{option: "utf-8" if option != "newline" else "\n"})
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "latin-1", "utf-16-le"])
+def test_open_text_mode_with_encoding(tmp_path, encoding):
+    text = "Grüße, café\nzweite Zeile\n"
+    path = tmp_path / "t.smx"
+    with statemix.open(path, "wt", encoding=encoding) as f:
+        f.write(text)
+    # (not "utf-16": TextIOWrapper writes its BOM only to seekable files, so a non-seekable writer
+    # cannot round-trip it; lzma.open has the same limitation)
+    assert statemix.decompress(path.read_bytes()).decode(encoding) == text
+    with statemix.open(path, "rt", encoding=encoding) as f:
+        assert f.readlines() == text.splitlines(keepends=True)
+
+
+def test_open_text_mode_newline_and_errors(tmp_path):
+    path = tmp_path / "t.smx"
+    with statemix.open(path, "wt", encoding="ascii", errors="replace", newline="\r\n") as f:
+        f.write("a\u00e9\nb\n")
+    assert statemix.decompress(path.read_bytes()) == b"a?\r\nb\r\n"
+    with statemix.open(path, "rt", encoding="ascii", newline="") as f:
+        assert f.read() == "a?\r\nb\r\n"
+    with statemix.open(path, "rt", encoding="ascii") as f:
+        assert f.read() == "a?\nb\n"
+
+
+def open_descriptors() -> int:
+    return len(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_file_close_twice_is_safe_and_closes_paths(tmp_path):
+    before = open_descriptors()
+    f = statemix.open(tmp_path / "c.smx", "wb")
+    assert open_descriptors() == before + 1
+    f.write(b"abc")
+    f.close()
+    assert f.closed
+    assert open_descriptors() == before
+    f.close()
+    assert f.closed
+    f = statemix.open(tmp_path / "c.smx")
+    assert open_descriptors() == before + 1
+    f.close()
+    f.close()
+    assert f.closed
+    assert open_descriptors() == before
+    with statemix.open(tmp_path / "c.smx") as f:
+        assert f.read() == b"abc"
+    assert f.closed
+    assert open_descriptors() == before
+
+
+def test_file_operations_after_close_raise_valueerror(tmp_path):
+    path = tmp_path / "c.smx"
+    write_file(path, b"abc")
+    reader = statemix.open(path)
+    reader.close()
+    writer = statemix.open(io.BytesIO(), "wb")
+    writer.close()
+    for call in (reader.read, reader.read1, reader.readline, reader.peek, reader.tell, reader.fileno,
+                 reader.readable, lambda: writer.write(b"x"), writer.tell, writer.writable):
+        with pytest.raises(ValueError):
+            call()
+    with pytest.raises(ValueError):
+        with reader:
+            pass
+
+
+def test_file_context_manager_closes_on_error():
+    buffer = io.BytesIO()
+    with pytest.raises(RuntimeError):
+        with statemix.open(buffer, "wb") as f:
+            f.write(GOLDEN_INPUT)
+            raise RuntimeError
+    assert f.closed
+    assert statemix.decompress(buffer.getvalue()) == GOLDEN_INPUT
+
+
+def test_file_wrong_direction_raises_unsupported_operation():
+    with statemix.open(io.BytesIO(), "wb") as f:
+        with pytest.raises(io.UnsupportedOperation):
+            f.read()
+        with pytest.raises(io.UnsupportedOperation):
+            f.readline()
+    with statemix.open(io.BytesIO(GOLDEN_EMPTY)) as f:
+        with pytest.raises(io.UnsupportedOperation):
+            f.write(b"x")
+
+
+def test_file_read_sizes_read1_readline_peek_readinto():
+    data = b"line one\nline two\n\nlast line without newline"
+    with statemix.open(io.BytesIO(stream(data))) as f:
+        assert f.read(0) == b""
+        peeked = f.peek(4)
+        assert data.startswith(peeked) and len(peeked) >= 4
+        assert f.tell() == 0  # peek does not advance
+        assert f.read(5) == b"line "
+        chunk = f.read1(3)
+        assert 1 <= len(chunk) <= 3 and data[5:].startswith(chunk)
+        rest_of_line = f.readline()
+        assert (b"line " + chunk + rest_of_line) == b"line one\n"
+        assert f.readline(4) == b"line"
+        assert f.readline() == b" two\n"
+        assert f.readline() == b"\n"
+        target = bytearray(4)
+        assert f.readinto(target) == 4 and target == b"last"
+        assert f.tell() == len(data) - len(b" line without newline")
+        assert f.read1() == b" line without newline"
+        assert f.readline() == b"" and f.read1() == b"" and f.read(10) == b"" and f.peek() == b""
+        assert f.tell() == len(data)
+
+
+def test_file_iteration_and_readlines():
+    data = b"".join(b"line %d\n" % i for i in range(50))
+    with statemix.open(io.BytesIO(stream(data))) as f:
+        assert list(f) == data.splitlines(keepends=True)
+    with statemix.open(io.BytesIO(stream(data))) as f:
+        assert f.readlines() == data.splitlines(keepends=True)
+
+
+def test_file_reads_concatenated_streams():
+    parts = [TEXT[:500], b"", GOLDEN_INPUT]
+    data = b"".join(stream(part) for part in parts)
+    with statemix.open(io.BytesIO(data)) as f:
+        assert f.read() == b"".join(parts)
+    with statemix.open(io.BytesIO(data)) as f:  # small reads across the stream boundaries
+        out = bytearray()
+        while piece := f.read(7):
+            out += piece
+        assert bytes(out) == b"".join(parts)
+
+
+def test_file_reads_multi_block_streams_in_small_pieces(small_blocks):
+    with statemix.open(io.BytesIO(multi_block_stream())) as f:
+        out = bytearray()
+        while piece := f.read1(5):
+            out += piece
+    assert bytes(out) == MULTI_BLOCK_INPUT
+
+
+def test_file_read_truncated_file_raises_eoferror(tmp_path):
+    data = stream(GOLDEN_INPUT)
+    for cut in range(len(data)):  # every prefix, the empty file included
+        with statemix.open(io.BytesIO(data[:cut])) as f:
+            with pytest.raises(EOFError):
+                f.read()
+    path = tmp_path / "truncated.smx"
+    path.write_bytes(data[:-3])
+    with statemix.open(path) as f:
+        assert f.read(len(GOLDEN_INPUT)) == GOLDEN_INPUT  # the block itself is complete
+        with pytest.raises(EOFError):
+            f.read(1)
+
+
+def test_file_read_truncated_second_stream_raises_eoferror():
+    data = stream(TEXT) + stream(GOLDEN_INPUT)[:-1]
+    with statemix.open(io.BytesIO(data)) as f:
+        with pytest.raises(EOFError):
+            f.read()
+
+
+@pytest.mark.parametrize("garbage", [b"\x00", b"junk", bytes(20)])
+def test_file_read_trailing_garbage_raises_statemixerror(garbage):
+    with statemix.open(io.BytesIO(text_stream() + garbage)) as f:
+        with pytest.raises(StatemixError):
+            f.read()
+
+
+def test_file_read_corrupt_data_raises_statemixerror():
+    data = bytearray(text_stream())
+    data[len(data) // 2] ^= 0xFF
+    with statemix.open(io.BytesIO(bytes(data))) as f:
+        with pytest.raises(StatemixError):
+            f.read()
+
+
+def test_file_write_empty_gives_the_empty_stream():
+    buffer = io.BytesIO()
+    with statemix.open(buffer, "wb"):
+        pass
+    assert statemix.decompress(buffer.getvalue()) == b""
+    with statemix.open(io.BytesIO(buffer.getvalue())) as f:
+        assert f.read() == b""
+
+
+def test_file_write_accepts_bytes_like_objects():
+    buffer = io.BytesIO()
+    with statemix.open(buffer, "wb") as f:
+        assert f.write(bytearray(b"ab")) == 2
+        assert f.write(memoryview(b"cd")) == 2
+        assert f.write(array.array("H", [0x6665])) == 2
+        assert f.tell() == 6
+    assert statemix.decompress(buffer.getvalue()) == b"abcd" + array.array("H", [0x6665]).tobytes()
+
+
+@pytest.mark.parametrize("options", [dict(level=9), dict(threads=0)])
+def test_file_invalid_options_leave_an_existing_file_alone(tmp_path, options):
+    # like LZMAFile, options are checked before the file is opened (and truncated) for writing
+    path = tmp_path / "precious.smx"
+    path.write_bytes(GOLDEN_TEXT)
+    with pytest.raises(StatemixError):
+        statemix.open(path, "wb", **options)
+    gc.collect()
+    assert path.read_bytes() == GOLDEN_TEXT
+
+
+@pytest.mark.parametrize("mode,options", [("wb", dict(level=9)), ("wb", dict(threads=0)),
+                                          ("rb", dict(threads=0))])
+def test_file_failed_construction_can_still_be_closed(tmp_path, mode, options):
+    # IOBase.__del__ calls close() on the half-built object (and hides what it raises unless
+    # python -X dev); close() must work on it and release the file it opened
+    path = tmp_path / "data.smx"
+    path.write_bytes(GOLDEN_TEXT)
+    f = StatemixFile.__new__(StatemixFile)
+    with pytest.raises(StatemixError):
+        f.__init__(path, mode, **options)
+    f.close()
+    assert f.closed
+
+
+def test_file_level_is_recorded_in_the_stream():
+    outputs = []
+    for level in (1, 3):
+        buffer = io.BytesIO()
+        write_file(buffer, GOLDEN_INPUT, level=level)
+        outputs.append(buffer.getvalue())
+        assert statemix.decompress(buffer.getvalue()) == GOLDEN_INPUT
+    assert statemix.read_info(io.BytesIO(outputs[0]))[0].model != \
+        statemix.read_info(io.BytesIO(outputs[1]))[0].model
+
+
+# ---------------------------------------------------------------------------------------------------
+# read_info()
+
+
+def test_read_info_one_stream():
+    (info,) = statemix.read_info(io.BytesIO(text_stream()))
+    assert isinstance(info, statemix.StreamInfo)
+    assert info.compressed_size == len(text_stream())
+    assert info.uncompressed_size == len(TEXT)
+    assert info.crc32 == zlib.crc32(TEXT)
+    assert [(b.kind, b.raw_length) for b in info.blocks] == [("modelled", len(TEXT))]
+    assert 0 < info.blocks[0].payload_length < len(TEXT)
+    assert info.model.model_id == 1
+
+
+def test_read_info_empty_stream():
+    (info,) = statemix.read_info(io.BytesIO(GOLDEN_EMPTY))
+    assert info.blocks == []
+    assert info.compressed_size == len(GOLDEN_EMPTY) == 20
+    assert info.uncompressed_size == 0
+    assert info.crc32 == 0
+
+
+def test_read_info_concatenated_and_multi_block_streams(small_blocks):
+    parts = [multi_block_stream(), GOLDEN_EMPTY, zstandard_stream(REPEATED_RANDOM), stream(RANDOM)]
+    infos = statemix.read_info(io.BytesIO(b"".join(parts)))
+    assert [i.compressed_size for i in infos] == [len(p) for p in parts]
+    assert [i.uncompressed_size for i in infos] == [len(MULTI_BLOCK_INPUT), 0, len(REPEATED_RANDOM),
+                                                     len(RANDOM)]
+    assert [len(i.blocks) for i in infos] == [4, 0, 1, 1]
+    assert [b.kind for b in infos[2].blocks + infos[3].blocks] == ["zstandard", "stored"]
+    assert infos[3].blocks[0].payload_length == len(RANDOM)
+
+
+def test_read_info_checks_structure_not_contents():
+    data = bytearray(golden_input_stream())
+    data[-10] ^= 0xFF  # inside the code word (the end block takes 7 bytes): only decoding can tell
+    (info,) = statemix.read_info(io.BytesIO(bytes(data)))
+    assert info.uncompressed_size == len(GOLDEN_INPUT)
+    with pytest.raises(StatemixError):
+        statemix.decompress(bytes(data))
+
+
+def test_read_info_errors():
+    with pytest.raises(StatemixError, match="empty"):
+        statemix.read_info(io.BytesIO(b""))
+    with pytest.raises(StatemixError):
+        statemix.read_info(io.BytesIO(b"not a statemix stream"))
+    with pytest.raises(StatemixError):
+        statemix.read_info(io.BytesIO(golden_input_stream() + b"junk"))
+    data = golden_input_stream()
+    for cut in range(1, len(data)):
+        with pytest.raises(StatemixError):
+            statemix.read_info(io.BytesIO(data[:cut]))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Corrupt, truncated and foreign streams
+
+
+def corruption_cases() -> dict[str, tuple[bytes, bytes]]:
+    """name -> (stream, original): every block kind, the empty stream and a multi-block stream."""
+    return {
+        "empty": (GOLDEN_EMPTY, b""),
+        "modelled": (golden_input_stream(), GOLDEN_INPUT),
+        "stored": (stream(RANDOM[:24]), RANDOM[:24]),
+        "zstandard": (zstandard_stream(REPEATED_RANDOM), REPEATED_RANDOM),
+        "multi-block": (multi_block_stream(), MULTI_BLOCK_INPUT),
+    }
+
+
+CORRUPTION_CASES = ["empty", "modelled", "stored", "zstandard", "multi-block"]
+
+
+@pytest.mark.parametrize("name", CORRUPTION_CASES)
+def test_truncation_at_every_offset_raises_statemixerror(name):
+    data, original = corruption_cases()[name]
+    assert statemix.decompress(data) == original
+    for cut in range(len(data)):
+        try:
+            statemix.decompress(data[:cut])
+        except StatemixError:
+            pass
+        else:
+            pytest.fail(f"no error for the stream truncated to {cut} of {len(data)} bytes")
+    decompressor = Decompressor()  # incrementally, a truncated stream is only "not at eof yet"
+    out = bytearray()
+    for cut in range(len(data)):
+        assert not decompressor.eof
+        out += decompressor.decompress(data[cut : cut + 1])
+    assert decompressor.eof and bytes(out) == original
+
+
+@pytest.mark.parametrize("name", CORRUPTION_CASES)
+@pytest.mark.parametrize("mask", [0x01, 0xFF])
+def test_every_flipped_byte_raises_statemixerror_or_gives_the_original(name, mask):
+    data, original = corruption_cases()[name]
+    for offset in range(len(data)):
+        corrupt = bytearray(data)
+        corrupt[offset] ^= mask
+        try:
+            out = statemix.decompress(bytes(corrupt))
+        except StatemixError:
+            continue
+        # only the slack in the last byte of a code word can be changed without effect
+        assert out == original, f"wrong data, not an error, for byte {offset} ^ {mask:#x}"
+
+
+@pytest.mark.parametrize("value", [0, 2, 255])
+def test_unknown_format_version(value):
+    data = patch_header(GOLDEN_TEXT, 4, value)
+    with pytest.raises(StatemixError, match=rf"format version {value}\b"):
+        statemix.decompress(data)
+    with pytest.raises(StatemixError, match=rf"format version {value}\b"):
+        Decompressor().decompress(data)
+    with pytest.raises(StatemixError, match=rf"format version {value}\b"):
+        statemix.read_info(io.BytesIO(data))
+    with pytest.raises(StatemixError, match=rf"format version {value}\b"):
+        with statemix.open(io.BytesIO(data)) as f:
+            f.read()
+
+
+@pytest.mark.parametrize("value", [0, 2, 255])
+def test_unknown_arithmetic_version(value):
+    data = patch_header(GOLDEN_TEXT, 5, value)
+    with pytest.raises(StatemixError, match=rf"arithmetic version {value}\b"):
+        statemix.decompress(data)
+    with pytest.raises(StatemixError, match=rf"arithmetic version {value}\b"):
+        statemix.read_info(io.BytesIO(data))
+
+
+def test_patch_header_helper_keeps_a_valid_stream_valid():
+    assert patch_header(GOLDEN_TEXT, 4, 1) == GOLDEN_TEXT
+    assert patch_header(GOLDEN_TEXT, 5, 1) == GOLDEN_TEXT
+
+
+def test_unknown_model_id():
+    data = patch_header(GOLDEN_TEXT, 7, 99)
+    with pytest.raises(StatemixError, match="model id 99"):
+        statemix.decompress(data)
+
+
+@pytest.mark.parametrize("table_bits,hist_bits", [(0, 0), (11, 16), (255, 16), (14, 15), (14, 255)])
+def test_model_configuration_out_of_range(table_bits, hist_bits):
+    data = patch_header(patch_header(GOLDEN_TEXT, 8, table_bits), 9, hist_bits)
+    with pytest.raises(StatemixError, match="corrupt"):
+        statemix.decompress(data)
+
+
+def test_header_checksum_is_checked():
+    data = bytearray(GOLDEN_TEXT)
+    data[8] += 1  # table_bits 13, without fixing the CRC32
+    with pytest.raises(StatemixError, match="checksum"):
+        statemix.decompress(bytes(data))
+
+
+# ---------------------------------------------------------------------------------------------------
+# Golden streams: any change of the format or of the model arithmetic must show up here
+
+
+def test_golden_empty_stream():
+    assert statemix.compress(b"") == GOLDEN_EMPTY
+    assert statemix.decompress(GOLDEN_EMPTY) == b""
+
+
+def test_golden_text_stream():
+    assert statemix.compress(GOLDEN_INPUT) == GOLDEN_TEXT
+    assert statemix.decompress(GOLDEN_TEXT) == GOLDEN_INPUT
+
+
+def test_golden_streams_at_every_level():
+    # a small size_hint shrinks every preset's tables to the same size: the level changes nothing
+    for level in (1, 2, 3):
+        assert statemix.compress(b"", level=level) == GOLDEN_EMPTY
+        assert statemix.compress(GOLDEN_INPUT, level=level) == GOLDEN_TEXT

@@ -1,0 +1,210 @@
+"""Tests of the ssm model: kernels against tests/naive_ssm.py, configuration, round trips, threads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from statemix._jit import set_threads
+from statemix.models import ssm
+
+import naive_ssm as naive
+from conftest import text_sample
+
+TINY = dict(vocab=16, d_model=8, expand=2, d_state=4, conv=4, layers=2, chunk=8, channel_block=8)
+
+
+def tiny(**changes) -> ssm.Config:
+    return ssm.config_with(**{**TINY, **changes})
+
+
+def prepared_model(config: ssm.Config, seed: int = 3):
+    """A model with perturbed parameters, a random start state and a chunk of tokens."""
+    rng = np.random.default_rng(seed)
+    m = ssm.Model(config)
+    m.P += (rng.standard_normal(m.P.size) * 0.3).astype(np.float32)
+    ssm.refresh_a(m.P, m.off, m.sz, m.Aneg)
+    K = config.conv
+    hs, xh = m.acts[11], m.acts[4]
+    hs[:, 0] = rng.standard_normal(hs[:, 0].shape).astype(np.float32)
+    xh[:, :K - 1] = rng.standard_normal(xh[:, :K - 1].shape).astype(np.float32)
+    m.tin[:] = rng.integers(0, config.vocab, config.chunk)
+    m.tin[3] = m.tin[1]  # a repeated token: embedding gradients must add up
+    m.tout[:] = rng.integers(0, config.vocab, config.chunk)
+    return m
+
+
+def start_state(m, config):
+    return m.acts[11][:, 0].copy(), m.acts[4][:, :config.conv - 1].copy()
+
+
+# ---- configuration ----------------------------------------------------------------------------
+
+def test_config_round_trip_and_presets():
+    for config in (ssm.PRESETS["reference"], ssm.PRESETS["default"], tiny(bptt=0, seed=7)):
+        raw = config.to_bytes()
+        assert len(raw) < 100
+        assert ssm.Config.from_bytes(raw).to_bytes() == raw
+    assert ssm.PRESETS["reference"].bptt == 0 and ssm.PRESETS["reference"].preset == 1
+
+
+@pytest.mark.parametrize("field,value", [("vocab", 1), ("d_model", 0), ("chunk", 0), ("bptt", 2),
+                                         ("channel_block", 5), ("lr", 0.0), ("smoothing", 1.0),
+                                         ("clip", float("nan"))])
+def test_config_rejects_out_of_range(field, value):
+    raw = tiny(**{field: value}).to_bytes() if field != "vocab" else None
+    if raw is None:
+        with pytest.raises(ValueError):
+            tiny(vocab=1).validate()
+        return
+    with pytest.raises(ValueError):
+        ssm.Config.from_bytes(raw)
+
+
+def test_config_rejects_wrong_length():
+    with pytest.raises(ValueError):
+        ssm.Config.from_bytes(tiny().to_bytes()[:-1])
+
+
+# ---- kernels against the naive reference ---------------------------------------------------------
+
+def test_forward_matches_naive_and_coding_pass():
+    config = tiny()
+    m = prepared_model(config)
+    h0, x0 = start_state(m, config)
+    ssm.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
+    logits = m.acts[15].copy()
+    ref, _ = naive.forward(m.P, config, m.tin, h0, x0)
+    np.testing.assert_allclose(logits, ref, rtol=2e-4, atol=2e-5)
+    # the token-by-token coding pass computes the very same bits
+    lanes = np.empty(ssm.LANES, dtype=np.float32)
+    for t in range(config.chunk):
+        ssm.forward_position(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin, t, lanes)
+    assert np.array_equal(m.acts[15], logits)
+    probs = m.acts[16]
+    np.testing.assert_allclose(probs.sum(1), 1.0, rtol=1e-5)
+
+
+@pytest.mark.parametrize("bptt", [0, 1])
+def test_backward_matches_naive_gradient_and_finite_differences(bptt):
+    config = tiny(bptt=bptt)
+    m = prepared_model(config)
+    h0, x0 = start_state(m, config)
+    ssm.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
+    ssm.backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout, m.G)
+    analytic = naive.gradient(m.P, config, m.tin, m.tout, h0, x0, bptt=bool(bptt))
+    # kernel (float32) against the naive analytic gradient (float64)
+    scale = np.abs(analytic).max()
+    np.testing.assert_allclose(m.G, analytic, rtol=2e-3, atol=2e-5 * scale)
+    # naive analytic gradient against float64 finite differences of the naive loss
+    detached = None
+    if not bptt:
+        _, cache = naive.forward(m.P, config, m.tin, h0, x0)
+        detached = (cache["hs"][:, :config.chunk], cache["xin"])
+    rng = np.random.default_rng(1)
+    indices = rng.choice(m.P.size, 120, replace=False)
+    off = m.off
+    # make sure every tensor kind is probed at least once
+    indices = np.unique(np.concatenate([indices, off[:-1] + 1]))
+    numeric = naive.numeric_gradient(m.P, config, m.tin, m.tout, h0, x0, indices, detached)
+    np.testing.assert_allclose(analytic[indices], numeric, rtol=1e-5, atol=1e-8)
+
+
+def test_bptt_differs_from_one_step():
+    m1 = prepared_model(tiny(bptt=1))
+    m0 = prepared_model(tiny(bptt=0))
+    for m in (m0, m1):
+        ssm.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
+        ssm.backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout, m.G)
+    assert not np.array_equal(m0.G, m1.G)
+
+
+@pytest.mark.parametrize("clip", [1e6, 0.05])
+def test_adam_step_matches_naive(clip):
+    rng = np.random.default_rng(5)
+    n = 10_000  # more than two blocks of the parallel partition
+    P = rng.standard_normal(n).astype(np.float32)
+    G = (rng.standard_normal(n) * 0.01).astype(np.float32)
+    M = (rng.standard_normal(n) * 0.001).astype(np.float32)
+    W = (rng.random(n) * 1e-5).astype(np.float32)
+    config = tiny(clip=clip)
+    hy = ssm.hyper(config)
+    sf = np.array([0.9 ** 3, 0.999 ** 3], dtype=np.float32)  # three steps already taken
+    partial = np.zeros((n + ssm.ADAM_BLOCK - 1) // ssm.ADAM_BLOCK, dtype=np.float32)
+    ref = naive.adam(P, G, M, W, np.float32(config.lr), np.float32(0.9), np.float32(0.999),
+                     np.float32(1e-8), np.float32(clip), 4)
+    Pk, Mk, Wk = P.copy(), M.copy(), W.copy()
+    norm = ssm.adam_step(Pk, G, Mk, Wk, hy, sf, np.float32(config.lr), partial)
+    assert norm == pytest.approx(ref[3], rel=1e-5)
+    np.testing.assert_allclose(Mk, ref[1], rtol=1e-5, atol=1e-9)
+    np.testing.assert_allclose(Wk, ref[2], rtol=1e-5, atol=1e-12)
+    np.testing.assert_allclose(Pk, ref[0], rtol=1e-6, atol=1e-7)
+    np.testing.assert_allclose(sf, [0.9 ** 4, 0.999 ** 4], rtol=1e-6)
+
+
+def test_init_is_deterministic_and_scaled():
+    config = ssm.PRESETS["reference"]
+    a = ssm.init_params(config)
+    b = ssm.init_params(config)
+    assert np.array_equal(a, b)
+    layers, glob = naive.unpack(a, config)
+    assert abs(glob[ssm.HEAD].std() - 0.02) < 0.002
+    assert abs(layers[0][ssm.DT_B].std() - 0.1) < 0.03
+    np.testing.assert_allclose(layers[1][ssm.A_LOG][:, 0], np.log(np.arange(1, 17)), rtol=1e-6)
+    assert np.all(layers[0][ssm.DSKIP] == 1.0)
+    assert not np.array_equal(a, ssm.init_params(ssm.config_with(seed=1)))
+
+
+# ---- whole model ----------------------------------------------------------------------------------
+
+BYTES_TINY = dict(d_model=8, d_state=4, chunk=16, channel_block=8, iters_a=2, chunks_a=4)
+
+
+def test_round_trip_in_blocks_with_learned_block():
+    config = ssm.config_with(**BYTES_TINY)
+    data = text_sample(3000, seed=4)
+    blocks = [data[:1000], data[1000:1500], data[1500:]]
+    enc = ssm.Model(config)
+    coded = [enc.encode(blocks[0], 2000), None, None]
+    enc.learn(blocks[1])  # a block the codec stored instead
+    coded[2] = enc.encode(blocks[2], 3000)
+    assert coded[0] is not None and len(coded[0]) < 800
+    dec = ssm.Model(config)
+    out = dec.decode(coded[0], len(blocks[0]))
+    dec.learn(blocks[1])
+    out += blocks[1] + dec.decode(coded[2], len(blocks[2]))
+    assert out == data
+    assert np.array_equal(enc.P, dec.P)
+
+
+def test_encode_overflow_returns_none_and_still_learns():
+    config = ssm.config_with(**BYTES_TINY)
+    data = bytes(np.random.default_rng(2).integers(0, 256, 700, dtype=np.uint8))
+    a, b = ssm.Model(config), ssm.Model(config)
+    assert a.encode(data, 100) is None
+    b.learn(data)
+    assert np.array_equal(a.P, b.P)
+
+
+def test_token_interface_round_trip():
+    config = tiny(chunk=8)
+    tokens = np.random.default_rng(9).integers(0, 16, 300)
+    coded = ssm.Model(config).encode_tokens(tokens, 1000)
+    assert np.array_equal(ssm.Model(config).decode_tokens(coded, 300), tokens)
+    with pytest.raises(ValueError):
+        ssm.Model(config).encode_tokens(np.array([16]), 10)
+    with pytest.raises(ValueError):
+        ssm.Model(config).encode(b"abc", 10)  # a token configuration does not code bytes
+
+
+def test_output_identical_at_one_and_two_threads():
+    config = ssm.config_with(**BYTES_TINY)
+    data = text_sample(2500, seed=8)
+    outputs = []
+    try:
+        for threads in (1, 2):
+            set_threads(threads)
+            outputs.append(ssm.Model(config).encode(data, 5000))
+    finally:
+        set_threads(1)
+    assert outputs[0] == outputs[1]
