@@ -22,8 +22,11 @@ from determinism_probe import probe_input
 data = probe_input()
 for level in LEVELS:
     assert statemix.decompress(statemix.compress(data, level=level)) == data
-for module in ("statemix.quantize",):
-    __import__(module)
+assert statemix.decompress(statemix.compress(data[:2000], model="ssm")) == data[:2000]
+from statemix import tokenizer
+vocab = tokenizer.train(data, 300, split=tokenizer.SPLIT_WORDS)
+assert tokenizer.decode(vocab, tokenizer.encode(vocab, data)) == data
+assert tokenizer.Vocabulary.from_bytes(vocab.to_bytes()).to_bytes() == vocab.to_bytes()
 from statemix.quantize import quantize_distribution
 quantize_distribution(np.ones(4), 16, np.zeros(4, dtype=np.int64))
 pattern = re.compile(r"\bv?f(n)?m(add|sub)[0-9a-z]*\b", re.I)
