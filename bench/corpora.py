@@ -1,0 +1,69 @@
+"""statemix against zstd -19 and xz -9e on every file of the Canterbury and Calgary corpora.
+
+Usage: python bench/corpora.py [--shared ../shared/data] [--level N]
+Every statemix stream is decompressed and compared before its size counts.  Prints a markdown table
+(bytes, and statemix's margin over zstd -19 and xz -9e) and checks the two promises of the
+robustness issue: never more than zstd -19's output + 64 bytes, and smaller than xz -9e on text.
+"""
+
+from __future__ import annotations
+
+import argparse
+import lzma
+import time
+from pathlib import Path
+
+import zstandard
+
+import statemix
+
+TEXT_SUFFIXES = {".txt", ".html", ".c", ".lsp", ".1"}
+TEXT_NAMES = {"bib", "book1", "book2", "news", "paper1", "paper2", "paper3", "paper4", "paper5", "paper6",
+              "progc", "progl", "progp", "trans", "E.coli", "bible.txt", "world192.txt"}
+
+
+def is_text(path: Path) -> bool:
+    return path.suffix in TEXT_SUFFIXES or path.name in TEXT_NAMES
+
+
+def measure(path: Path, level: int | None) -> dict:
+    data = path.read_bytes()
+    started = time.perf_counter()
+    stream = statemix.compress(data, level=level)
+    seconds = time.perf_counter() - started
+    assert statemix.decompress(stream) == data, f"{path}: round trip differs"
+    return {
+        "file": f"{path.parent.name}/{path.name}",
+        "bytes": len(data),
+        "statemix": len(stream),
+        "zstd19": len(zstandard.ZstdCompressor(level=19).compress(data)),
+        "xz9e": len(lzma.compress(data, preset=9 | lzma.PRESET_EXTREME)),
+        "text": is_text(path),
+        "seconds": seconds,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--shared", type=Path, default=Path(__file__).resolve().parents[2] / "shared" / "data")
+    parser.add_argument("--level", type=int)
+    args = parser.parse_args()
+    files = sorted(p for p in (args.shared / "corpora").rglob("*") if p.is_file())
+    rows = [measure(p, args.level) for p in files]
+    print("| file | bytes | statemix | bpb | zstd -19 | xz -9e | vs zstd | vs xz | s |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+    for r in rows:
+        print(f"| {r['file']}{' (text)' if r['text'] else ''} | {r['bytes']:,} | {r['statemix']:,} | "
+              f"{8 * r['statemix'] / r['bytes']:.3f} | {r['zstd19']:,} | {r['xz9e']:,} | "
+              f"{100 * (r['statemix'] / r['zstd19'] - 1):+.1f}% | {100 * (r['statemix'] / r['xz9e'] - 1):+.1f}% | "
+              f"{r['seconds']:.1f} |")
+    total = {k: sum(r[k] for r in rows) for k in ("bytes", "statemix", "zstd19", "xz9e")}
+    print(f"| total | {total['bytes']:,} | {total['statemix']:,} | {8 * total['statemix'] / total['bytes']:.3f} | "
+          f"{total['zstd19']:,} | {total['xz9e']:,} | | | |")
+    bad_zstd = [r["file"] for r in rows if r["statemix"] > r["zstd19"] + 64]
+    bad_xz = [r["file"] for r in rows if r["text"] and r["statemix"] >= r["xz9e"]]
+    print(f"\nlarger than zstd -19 + 64 bytes: {bad_zstd or 'none'}; text not smaller than xz -9e: {bad_xz or 'none'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,45 @@
+"""Binary and mixed data: never more than zstd -19's output + 64 bytes; text smaller than xz -9e.
+
+The Canterbury and Calgary files run by default, the large Canterbury set with STATEMIX_SLOW=1;
+bench/corpora.py prints the full table with round trips.
+"""
+
+from __future__ import annotations
+
+import lzma
+import sys
+
+import pytest
+import zstandard
+
+import statemix
+
+from conftest import ROOT, SHARED_DATA
+
+sys.path.insert(0, str(ROOT / "bench"))
+from corpora import is_text  # noqa: E402
+
+
+def _files(folder):
+    return sorted(p for p in (SHARED_DATA / "corpora" / folder).glob("*") if p.is_file()) or [None]
+
+
+def _check(path):
+    if path is None:
+        pytest.skip("../shared/data/corpora not available")
+    data = path.read_bytes()
+    size = len(statemix.compress(data))
+    assert size <= len(zstandard.ZstdCompressor(level=19).compress(data)) + 64
+    if is_text(path):
+        assert size < len(lzma.compress(data, preset=9 | lzma.PRESET_EXTREME))
+
+
+@pytest.mark.parametrize("path", _files("canterbury") + _files("calgary"), ids=lambda p: p.name if p else "absent")
+def test_small_corpora(path):
+    _check(path)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path", _files("canterbury_large"), ids=lambda p: p.name if p else "absent")
+def test_large_corpora(path):
+    _check(path)
