@@ -101,3 +101,23 @@ def test_command_prints_table_and_json(tmp_path):
     missing = subprocess.run([sys.executable, "-m", "statemix_cli", "diagnose", str(tmp_path / "nope")],
                              capture_output=True, text=True)
     assert missing.returncode == 1 and missing.stderr.count("\n") == 1 and "Traceback" not in missing.stderr
+
+
+def test_plot_writes_a_png(tmp_path):
+    pytest.importorskip("matplotlib")
+    path = tmp_path / "sample.txt"
+    path.write_bytes(text_sample(3_000))
+    subprocess.run([sys.executable, "-m", "statemix_cli", "diagnose", str(path), "--plot", str(tmp_path / "d.png")],
+                   capture_output=True, check=True)
+    assert (tmp_path / "d.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_says_how_to_get_it(tmp_path):
+    path = tmp_path / "sample.txt"
+    path.write_bytes(text_sample(2_000))
+    script = ("import sys; sys.modules['matplotlib'] = None; from statemix_cli.main import run; "
+              f"run(['diagnose', {str(path)!r}, '--plot', {str(tmp_path / 'd.png')!r}])")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 1
+    assert "pip install 'statemix[plot]'" in done.stderr and done.stderr.count("\n") == 1
+    assert not (tmp_path / "d.png").exists()
