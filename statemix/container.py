@@ -37,7 +37,7 @@ End block and trailer::
 The model's state runs on across blocks: a stored or zstandard block is still learned by the model
 (the decoder replays it), so a block boundary changes nothing but where a code word ends.  Writers cut
 blocks every BLOCK_SIZE (1 MiB) bytes of input, so the output does not depend on how the input was fed
-in.  An empty stream is 17 bytes plus the model record (3 bytes for the cm model); data that cannot be
+in.  An empty stream is 17 bytes plus the model record (6 bytes for the cm model); data that cannot be
 compressed grows by that much plus 9 bytes per block (MiB).
 """
 

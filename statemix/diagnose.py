@@ -176,9 +176,9 @@ def diagnose(data, /, *, level: int | None = None, bins: int = 15, curve_points:
         learning_curve=curve,
     )
     if ablation:
-        from .models.cm import COMPONENTS
+        from .models.cm import Config
 
-        for name in COMPONENTS:
+        for name in Config.from_bytes(spec.parameters).components():
             _, _, off = _traced_compress(data, level, ablate=(name,))
             report.ablation[name] = float(sum(_cost(t).sum() for t in off)) - report.ideal_bits
     return report

@@ -19,16 +19,24 @@ def probe_input() -> bytes:
     return text_sample(20_000, seed=3) + bytes(range(256)) * 4 + text_sample(5_000, seed=4)
 
 
-def probe_streams() -> dict[str, bytes]:
-    """The streams whose hashes are pinned: one-shot (tables sized to the input) and streaming."""
+def probe_originals() -> dict[str, bytes]:
+    """The data behind each pinned stream."""
     data = probe_input()
-    streams = {"oneshot-2": statemix.compress(data, level=2)}
+    return {"oneshot-2": data, "stream-1": data, "stream-3": data, "ssm": data[:3000]}
+
+
+def probe_streams() -> dict[str, bytes]:
+    """The streams whose hashes are pinned: one-shot (tables sized to the input), streaming, and the
+    float32 ssm model (whose kernels run in parallel)."""
+    originals = probe_originals()
+    streams = {"oneshot-2": statemix.compress(originals["oneshot-2"], level=2)}
     for level in (1, 3):
+        data = originals[f"stream-{level}"]
         compressor = statemix.Compressor(level=level)
         streams[f"stream-{level}"] = b"".join(
             [compressor.compress(data[i : i + 7000]) for i in range(0, len(data), 7000)] + [compressor.flush()]
         )
-    streams["ssm"] = statemix.compress(data[:3000], model="ssm")  # float32 model, parallel kernels
+    streams["ssm"] = statemix.compress(originals["ssm"], model="ssm")
     return streams
 
 

@@ -45,16 +45,16 @@ GOLDEN_EMPTY = bytes.fromhex(
     "89534d58"  # magic
     "01"  # format version
     "01"  # arithmetic version
-    "03"  # model record length
-    "010e10"  # model record: cm (id 1), table_bits 14, hist_bits 16
-    "c4459876"  # header CRC32
+    "06"  # model record length
+    "010e10090302"  # model record: cm (id 1), table_bits 14, hist_bits 16, 9 contexts, 3 mixers, 2 APMs
+    "0961f782"  # header CRC32
     "00"  # end block
     "00"  # original length 0
     "00000000"  # CRC32 of no data
 )
 #: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 22 bytes
 GOLDEN_TEXT = bytes.fromhex(
-    "89534d58010103010e10c4459876"  # header, as above
+    "89534d58010106010e100903020961f782"  # header, as above
     "01" "cc03" "16" "cf" "5877534f"  # modelled block: raw length 460, payload 22, check, CRC32
     "8143fe8ee7b4b896802278a91e4556b4ffbf58f32f8f"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
@@ -867,7 +867,7 @@ def test_read_info_one_stream():
 def test_read_info_empty_stream():
     (info,) = statemix.read_info(io.BytesIO(GOLDEN_EMPTY))
     assert info.blocks == []
-    assert info.compressed_size == len(GOLDEN_EMPTY) == 20
+    assert info.compressed_size == len(GOLDEN_EMPTY) == 23
     assert info.uncompressed_size == 0
     assert info.crc32 == 0
 
@@ -1019,8 +1019,19 @@ def test_golden_text_stream():
     assert statemix.decompress(GOLDEN_TEXT) == GOLDEN_INPUT
 
 
+#: statemix.compress(GOLDEN_INPUT, level=1): 5 contexts, 1 mixer, 1 APM
+GOLDEN_TEXT_LEVEL1 = bytes.fromhex(
+    "89534d58010106010e1005010155abd220"  # header: model record cm, 14, 16, 5 contexts, 1 mixer, 1 APM
+    "01" "cc03" "15" "75" "5877534f"  # modelled block: raw length 460, payload 21, check, CRC32
+    "84b868640489320c4c1467d68364388cfc0e6e29cc"  # the range coder's code word
+    "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+
+
 def test_golden_streams_at_every_level():
-    # a small size_hint shrinks every preset's tables to the same size: the level changes nothing
-    for level in (1, 2, 3):
+    # a small size_hint shrinks the tables of levels 2 and 3 to the same size: only level 1 differs
+    for level in (2, 3):
         assert statemix.compress(b"", level=level) == GOLDEN_EMPTY
         assert statemix.compress(GOLDEN_INPUT, level=level) == GOLDEN_TEXT
+    assert statemix.compress(GOLDEN_INPUT, level=1) == GOLDEN_TEXT_LEVEL1
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL1) == GOLDEN_INPUT

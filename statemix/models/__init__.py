@@ -67,12 +67,14 @@ def spec_for_level(level: int | None, size_hint: int | None = None, model: str |
         level = DEFAULT_LEVEL
     if level not in LEVELS:
         raise StatemixError(f"level must be one of {', '.join(map(str, LEVELS))}, not {level}")
-    table_bits, hist_bits = {1: (20, 22), 2: (24, 24), 3: (25, 26)}[level]
+    # level: (table_bits, hist_bits, contexts, mixers, APMs); level 1 trades size for speed
+    table_bits, hist_bits, contexts, mixers, apms = {1: (20, 22, 5, 1, 1), 2: (24, 24, 9, 3, 2),
+                                                     3: (25, 26, 9, 3, 2)}[level]
     if size_hint is not None:
         fit = max(12, (max(size_hint, 1) * 8).bit_length())
         table_bits = min(table_bits, fit + 2)
         hist_bits = min(hist_bits, max(16, fit))
-    return ModelSpec(MODEL_ID, Config(table_bits, hist_bits).to_bytes())
+    return ModelSpec(MODEL_ID, Config(table_bits, hist_bits, contexts, mixers, apms).to_bytes())
 
 
 MODEL_MODULES = {1: "cm", 2: "ssm"}

@@ -44,7 +44,7 @@ instead of modelled): the three differ only in where each bit comes from and whe
 The stretch and squash tables are computed with Python's ``decimal`` module (correctly rounded, so
 identical everywhere), never with the platform's libm.
 
-Memory (bytes): 9 * 2**table_bits (histories) + 2**hist_bits (history) + 2**hist_bits (match
+Memory (bytes): contexts * 2**table_bits (histories) + 2**hist_bits (history) + 2**hist_bits (match
 table, int32 per 4 bytes of history) + about 17.6 MiB (APMs, order-1 counters, weights).
 """
 
@@ -64,7 +64,7 @@ MODEL_ID = 1
 ENCODE, DECODE, LEARN = 0, 1, 2
 
 MIN_MATCH = 6  # bytes of context that start a match
-N_HASHED = 9  # orders 2, 3, 4, 5, 6, the word, the word with the previous word, sparse (c2, c3), order 8
+N_HASHED = 9  # at most: orders 2, 3, 4, 6, the word, order 5, the word pair, sparse (c2, c3), order 8
 N_INPUTS = 2 + N_HASHED + 1 + 1 + N_HASHED  # orders 0 and 1, hashed orders, match, bias, runs
 RUN = 2 + N_HASHED + 2  # first "run" input: how one-sided each hashed context's history is
 LIMIT_DIRECT = 1023  # counter confidence cap (direct contexts and state maps)
@@ -91,11 +91,12 @@ BUCKET = HASH + N_HASHED  # N_HASHED bucket base indices for the current nibble
 SLOT = BUCKET + N_HASHED  # counter index used by each counter input this bit (2 + N_HASHED + 1)
 STATE_SLOT = SLOT + N_INPUTS  # N_HASHED indices of the bit-history states used this bit
 ABLATE = STATE_SLOT + N_HASHED  # diagnostics only: bit k silences input k; bit APM_OFF skips the APMs
-STATE_SIZE = ABLATE + 1
+N_CTX, N_MIX, N_APM = ABLATE + 1, ABLATE + 2, ABLATE + 3  # the configuration's structure
+STATE_SIZE = ABLATE + 4
 APM_OFF = N_INPUTS
 
 #: Components that diagnostics can switch off, and the ABLATE bits (inputs) of each.
-_HASHED_NAMES = ("order 2", "order 3", "order 4", "order 5", "order 6", "word", "word pair", "sparse", "order 8")
+_HASHED_NAMES = ("order 2", "order 3", "order 4", "order 6", "word", "order 5", "word pair", "sparse", "order 8")
 COMPONENTS = {"order 0": 1 << 0, "order 1": 1 << 1, "match": 1 << (2 + N_HASHED), "APMs": 1 << APM_OFF}
 COMPONENTS.update({name: (1 << (2 + k)) | (1 << (RUN + k)) for k, name in enumerate(_HASHED_NAMES)})
 
@@ -236,16 +237,17 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs):
     bit = st[BIT]
     c1 = st[HIST4] & 0xFF
     table_bits = st[TABLE_BITS]
+    n_ctx = st[N_CTX]
     if bit == 0 or bit == 4:
         region = np.int64(0)
-        for k in range(N_HASHED):
+        for k in range(n_ctx):
             st[BUCKET + k] = _bucket(states, region, table_bits, _hash(st[HASH + k], c0), lut)
             region += np.int64(1) << table_bits
     nibble = (c0 & ((1 << (bit & 3)) - 1)) | (1 << (bit & 3))  # 1..15 within the bucket
     st[SLOT + 0] = c0
     st[SLOT + 1] = ORDER1_BASE + (c1 << 8) + c0
     known = 0  # hashed contexts seen before: a stand-in for the longest matching order
-    for k in range(N_HASHED):
+    for k in range(n_ctx):
         slot = st[BUCKET + k] + nibble
         state = np.int64(states[slot])
         st[STATE_SLOT + k] = slot
@@ -253,7 +255,7 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs):
         inputs[RUN + k] = lut[LUT_RUN + state]
         if state != 0:
             known += 1
-    for k in range(2 + N_HASHED):
+    for k in range(2 + n_ctx):  # inputs of absent contexts stay 0
         inputs[k] = lut[np.int64(counters[st[SLOT + k]]) >> 20]
 
     # match model: the byte after the earlier occurrence, if its first bits agree with c0
@@ -276,14 +278,15 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs):
             if (ablate >> k) & 1:
                 inputs[k] = 0
 
-    # two mixers, weight sets chosen by (match state, c0) and by c1; outputs averaged in stretch units
+    # up to three mixers and a final mixer combining them
     match_state = 0 if st[MATCH_BIT] < 0 else (1 if match_len < 16 else 2)
     st[MIX_SET] = (match_state * 256 + c0) * N_INPUTS
     st[MIX_SET + 1] = (MIXER1_SETS + c1 + ((st[HIST4] >> 6) & 0x300)) * N_INPUTS
     st[MIX_SET + 2] = (MIXER2_SETS + known * 8 + bit) * N_INPUTS
     total = np.int64(0)
     final_set = FINAL_SETS + c0 * N_MIXERS
-    for m in range(N_MIXERS):
+    n_mix = st[N_MIX]
+    for m in range(n_mix):
         mix_set = st[MIX_SET + m]
         dot = np.int64(0)
         for k in range(N_INPUTS):
@@ -292,7 +295,7 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs):
         st[P_MIXER + m] = _squash(lut, dot)
         st[DOT + m] = dot
         total += np.int64(weights[final_set + m]) * dot
-    p_mix = _squash(lut, total >> 16)
+    p_mix = _squash(lut, total >> 16) if n_mix > 1 else st[P_MIXER]
     st[P_MIX] = p_mix
 
     # two APMs, keyed by (c1, c0) and by a hash of (c2, c1, c0), over stretch(p_mix)
@@ -301,13 +304,14 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs):
     weight = position & 4095
     order2 = ((((st[HIST4] & 0xFFFF) << 8) | c0) * np.int64(0x9E3779B1) >> 20) & 0xFFFF
     p_apm = np.int64(0)
-    for a in range(2):
+    n_apm = st[N_APM]
+    for a in range(n_apm):
         row = ((c1 << 8) + c0 if a == 0 else 65536 + order2) * 33 + low
         p_apm += (np.int64(apm[row]) * (4096 - weight) + np.int64(apm[row + 1]) * weight) >> 12
         st[APM_SLOT + a] = row + (weight >> 11)
     if (ablate >> APM_OFF) & 1:
         return binary_frequency(p_mix)
-    return binary_frequency((2 * p_mix + 7 * p_apm) >> 4)
+    return binary_frequency((2 * p_mix + (14 * p_apm) // n_apm) >> 4)
 
 
 @kernel
@@ -329,13 +333,13 @@ def _end_of_byte(st, hist, mtable, byte):
     elif st[WORD] != 0:
         st[PREV_WORD] = st[WORD]
         st[WORD] = 0
+    six = _hash(c4 | ((c8 & 0xFFFF) << 32), 6 << 40)
     st[HASH + 0] = _hash(c4 & 0xFFFF, 2 << 40)
     st[HASH + 1] = _hash(c4 & 0xFFFFFF, 3 << 40)
     st[HASH + 2] = _hash(c4, 4 << 40)
-    st[HASH + 3] = _hash(c4 | ((c8 & 0xFF) << 32), 5 << 40)
-    six = _hash(c4 | ((c8 & 0xFFFF) << 32), 6 << 40)
-    st[HASH + 4] = six
-    st[HASH + 5] = _hash(st[WORD], 9 << 40)
+    st[HASH + 3] = six
+    st[HASH + 4] = _hash(st[WORD], 9 << 40)
+    st[HASH + 5] = _hash(c4 | ((c8 & 0xFF) << 32), 5 << 40)
     st[HASH + 6] = _hash(st[WORD] + _hash(st[PREV_WORD], 11 << 40), 10 << 40)
     st[HASH + 7] = _hash(c4 & 0xFFFF00, 12 << 40)
     st[HASH + 8] = _hash(c4 | (c8 << 32), 8 << 40)
@@ -366,21 +370,23 @@ def _end_of_byte(st, hist, mtable, byte):
 @kernel
 def _update(st, counters, states, weights, apm, hist, mtable, lut, inputs, bit):
     """Learn from the coded bit; advance to the next bit."""
-    for k in range(2 + N_HASHED):
+    n_ctx, n_mix = st[N_CTX], st[N_MIX]
+    for k in range(2 + n_ctx):
         _train(counters, st[SLOT + k], bit, LIMIT_DIRECT, lut)
-    for k in range(N_HASHED):
+    for k in range(n_ctx):
         slot = st[STATE_SLOT + k]
         states[slot] = lut[LUT_NEXT + 2 * np.int64(states[slot]) + bit]
     if st[MATCH_BIT] >= 0:
         _train(counters, st[MATCH_BIT], bit, LIMIT_DIRECT, lut)
 
-    final_set = FINAL_SETS + st[C0] * N_MIXERS
-    err = ((np.int64(bit) << 16) - st[P_MIX]) * FINAL_RATE
-    for m in range(N_MIXERS):
-        w = np.int64(weights[final_set + m]) + ((st[DOT + m] * err) >> 18)
-        weights[final_set + m] = max(-(1 << 24), min(1 << 24, w))
+    if n_mix > 1:
+        final_set = FINAL_SETS + st[C0] * N_MIXERS
+        err = ((np.int64(bit) << 16) - st[P_MIX]) * FINAL_RATE
+        for m in range(n_mix):
+            w = np.int64(weights[final_set + m]) + ((st[DOT + m] * err) >> 18)
+            weights[final_set + m] = max(-(1 << 24), min(1 << 24, w))
     rate = MIXER_RATE + (MIXER_RATE_BOOST << 16) // (st[POS] + (1 << 16))  # faster while young
-    for m in range(N_MIXERS):
+    for m in range(n_mix):
         miss = (np.int64(bit) << 16) - st[P_MIXER + m]
         if -MIXER_SKIP < miss < MIXER_SKIP:  # well predicted: the update would be negligible
             continue
@@ -390,7 +396,7 @@ def _update(st, counters, states, weights, apm, hist, mtable, lut, inputs, bit):
             w = np.int64(weights[mix_set + k]) + ((inputs[k] * err) >> 18)
             weights[mix_set + k] = max(-(1 << 24), min(1 << 24, w))
 
-    for a in range(2):
+    for a in range(st[N_APM]):
         slot = st[APM_SLOT + a]
         value = np.int64(apm[slot])
         apm[slot] = value + (((np.int64(bit) << 16) - value) >> APM_RATE)
@@ -442,30 +448,40 @@ def run_block(mode, data, coded, rc, st, counters, states, weights, apm, hist, m
 class Config:
     """Options of the cm model that change the output (all recorded in the stream header).
 
-    ``table_bits``: log2 of the counters per hashed order (memory: 4 bytes each, N_HASHED orders).
+    ``table_bits``: log2 of the bytes of bit-history states per hashed context.
     ``hist_bits``: log2 of the match model's history bytes (its hash table has 2**(hist_bits-2)
     int32 entries).
+    ``contexts``: how many hashed contexts, taken in the order of ``_HASHED_NAMES`` (1..9).
+    ``mixers``: how many mixers (1..3; with one, no final mixer).  ``apms``: how many APMs (1..2).
     """
 
     table_bits: int = 22
     hist_bits: int = 24
+    contexts: int = N_HASHED
+    mixers: int = N_MIXERS
+    apms: int = 2
 
     def to_bytes(self) -> bytes:
-        return bytes([self.table_bits, self.hist_bits])
+        return bytes([self.table_bits, self.hist_bits, self.contexts, self.mixers, self.apms])
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> "Config":
-        if len(raw) != 2:
-            raise ValueError("cm model configuration must be 2 bytes")
-        config = cls(raw[0], raw[1])
-        if not (12 <= config.table_bits <= 26 and 16 <= config.hist_bits <= 28):
+        if len(raw) != 5:
+            raise ValueError("cm model configuration must be 5 bytes")
+        config = cls(*raw)
+        if not (12 <= config.table_bits <= 26 and 16 <= config.hist_bits <= 28 and 1 <= config.contexts <= N_HASHED
+                and 1 <= config.mixers <= N_MIXERS and 1 <= config.apms <= 2):
             raise ValueError(f"cm model configuration out of range: {config}")
         return config
 
     def memory_bytes(self) -> int:
         """Upper bound of the model's memory, in bytes."""
         words = N_COUNTERS + 2 * 65536 * 33 + MIXER_SETS * N_INPUTS  # counters, APMs, weights
-        return 4 * words + (N_HASHED << self.table_bits) + (1 << self.hist_bits) + 4 * (1 << (self.hist_bits - 2))
+        return 4 * words + (self.contexts << self.table_bits) + (1 << self.hist_bits) + 4 * (1 << (self.hist_bits - 2))
+
+    def components(self) -> list[str]:
+        """The names of the components this configuration has (see COMPONENTS)."""
+        return ["order 0", "order 1", *_HASHED_NAMES[: self.contexts], "match", "APMs"]
 
 
 class Model:
@@ -478,9 +494,10 @@ class Model:
         self.state[C0] = 1
         self.state[TABLE_BITS] = config.table_bits
         self.state[HIST_BITS] = config.hist_bits
+        self.state[N_CTX], self.state[N_MIX], self.state[N_APM] = config.contexts, config.mixers, config.apms
         self.counters = np.full(N_COUNTERS, COUNTER_INIT, dtype=np.uint32)
         self.counters[STATE_MAP_BASE:] = np.tile(self.lut[LUT_INITIAL : LUT_INITIAL + 256], N_HASHED)
-        self.states = np.zeros(N_HASHED << config.table_bits, dtype=np.uint8)
+        self.states = np.zeros(config.contexts << config.table_bits, dtype=np.uint8)
         weights = np.full((MIXER_SETS, N_INPUTS), (1 << 16) // 4, dtype=np.int32)
         weights[:, -1] = 0  # bias
         self.weights = weights.ravel()
