@@ -46,17 +46,17 @@ GOLDEN_EMPTY = bytes.fromhex(
     "01"  # format version
     "01"  # arithmetic version
     "06"  # model record length
-    "010e10090302"  # model record: cm (id 1), table_bits 14, hist_bits 16, 9 contexts, 3 mixers, 2 APMs
-    "0961f782"  # header CRC32
+    "010e100a0302"  # model record: cm (id 1), table_bits, hist_bits, contexts, mixers, APMs
+    "50dfb180"  # header CRC32
     "00"  # end block
     "00"  # original length 0
     "00000000"  # CRC32 of no data
 )
 #: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 22 bytes
 GOLDEN_TEXT = bytes.fromhex(
-    "89534d58010106010e100903020961f782"  # header, as above
+    "89534d58010106010e100a030250dfb180"  # header, as above
     "01" "cc03" "16" "cf" "5877534f"  # modelled block: raw length 460, payload 22, check, CRC32
-    "8143fe8ee7b4b896802278a91e4556b4ffbf58f32f8f"  # the range coder's code word
+    "80e0cb40ccd60ba77686eda57c83541525e3d396bb97"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
 )
 
@@ -1021,9 +1021,9 @@ def test_golden_text_stream():
 
 #: statemix.compress(GOLDEN_INPUT, level=1): 5 contexts, 1 mixer, 1 APM
 GOLDEN_TEXT_LEVEL1 = bytes.fromhex(
-    "89534d58010106010e1005010155abd220"  # header: model record cm, 14, 16, 5 contexts, 1 mixer, 1 APM
+    "89534d58010106010e1005010155abd220"  # header: level 1 model record
     "01" "cc03" "15" "75" "5877534f"  # modelled block: raw length 460, payload 21, check, CRC32
-    "84b868640489320c4c1467d68364388cfc0e6e29cc"  # the range coder's code word
+    "84b868640487cf9bd0d8b3555e229a08f6f1cc529b"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
 )
 

@@ -68,8 +68,8 @@ def spec_for_level(level: int | None, size_hint: int | None = None, model: str |
     if level not in LEVELS:
         raise StatemixError(f"level must be one of {', '.join(map(str, LEVELS))}, not {level}")
     # level: (table_bits, hist_bits, contexts, mixers, APMs); level 1 trades size for speed
-    table_bits, hist_bits, contexts, mixers, apms = {1: (20, 22, 5, 1, 1), 2: (24, 24, 9, 3, 2),
-                                                     3: (25, 26, 9, 3, 2)}[level]
+    table_bits, hist_bits, contexts, mixers, apms = {1: (20, 22, 5, 1, 1), 2: (24, 24, 10, 3, 2),
+                                                     3: (25, 26, 10, 3, 2)}[level]
     if size_hint is not None:
         fit = max(12, (max(size_hint, 1) * 8).bit_length())
         table_bits = min(table_bits, fit + 2)

@@ -8,12 +8,14 @@ Data flow for one bit (``c0`` is the partial byte with a leading 1: 1..255; ``c1
 previous bytes):
 
 1. Counters.  A counter is 32 bits: ``p`` (22 bits, P(1) in units of 2**-22) in the high bits and
-   ``n`` (10 bits, updates seen, capped at ``LIMIT_DIRECT``) in the low bits.  Update:
+   ``n`` (10 bits, updates seen, capped at a limit) in the low bits.  Update:
    ``p += (bit * 2**22 - p) * DT[n] >> 16`` with ``DT[n] = 2**16 / (n + 1.5)``: a running average whose
-   rate slows as evidence accumulates.  Orders 0 (``c0``) and 1 (``c1, c0``) index counters directly.
-2. Bit histories.  Nine hashed contexts (orders 2, 3, 4, 5, 6 and 8, the current word, the word with
-   the previous word - words are runs of letters, case-folded - and the sparse pair (c2, c3)) each
-   select one byte per bit: a
+   rate slows as evidence accumulates, down to ``1 / (limit + 1.5)``.  Orders 0 (``c0``) and 1 (``c1,
+   c0``) index counters directly and adapt fast (``LIMIT_ORDER01`` = 3: they follow the last few bits
+   seen in their context); state maps and the match model's counters use ``LIMIT_DIRECT`` = 1023.
+2. Bit histories.  Up to ten hashed contexts (orders 2, 3, 4, 6, the current word, order 5, the word
+   with the previous word - words are runs of letters, case-folded - the sparse pair (c2, c3), order
+   8, and order 1; a configuration uses the first ``contexts`` of them) each select one byte per bit: a
    bit-history state (counts of 0s and 1s seen, the larger discounted when the other bit appears,
    and the last bit; see ``_bit_history_tables``).  The state is mapped to a probability by a counter
    per (context kind, state) - the "state map" - which learns what each history really predicts.
@@ -64,10 +66,11 @@ MODEL_ID = 1
 ENCODE, DECODE, LEARN = 0, 1, 2
 
 MIN_MATCH = 6  # bytes of context that start a match
-N_HASHED = 9  # at most: orders 2, 3, 4, 6, the word, order 5, the word pair, sparse (c2, c3), order 8
+N_HASHED = 10  # at most: orders 2, 3, 4, 6, the word, order 5, the word pair, sparse (c2, c3), order 8, 1
 N_INPUTS = 2 + N_HASHED + 1 + 1 + N_HASHED  # orders 0 and 1, hashed orders, match, bias, runs
 RUN = 2 + N_HASHED + 2  # first "run" input: how one-sided each hashed context's history is
-LIMIT_DIRECT = 1023  # counter confidence cap (direct contexts and state maps)
+LIMIT_DIRECT = 1023  # counter confidence cap (state maps, match)
+LIMIT_ORDER01 = 3  # counter confidence cap (order 0 and 1 contexts)
 N_MIXERS = 3
 MIXER1_SETS = 3 * 256  # first weight set of mixer 1; mixer 0 has (3 match states x c0)
 MIXER2_SETS = MIXER1_SETS + 1024  # mixer 1 has (c1, top 2 bits of c2); mixer 2 (known contexts x bit position)
@@ -96,7 +99,7 @@ STATE_SIZE = ABLATE + 4
 APM_OFF = N_INPUTS
 
 #: Components that diagnostics can switch off, and the ABLATE bits (inputs) of each.
-_HASHED_NAMES = ("order 2", "order 3", "order 4", "order 6", "word", "order 5", "word pair", "sparse", "order 8")
+_HASHED_NAMES = ("order 2", "order 3", "order 4", "order 6", "word", "order 5", "word pair", "sparse", "order 8", "order 1 history")
 COMPONENTS = {"order 0": 1 << 0, "order 1": 1 << 1, "match": 1 << (2 + N_HASHED), "APMs": 1 << APM_OFF}
 COMPONENTS.update({name: (1 << (2 + k)) | (1 << (RUN + k)) for k, name in enumerate(_HASHED_NAMES)})
 
@@ -343,6 +346,7 @@ def _end_of_byte(st, hist, mtable, byte):
     st[HASH + 6] = _hash(st[WORD] + _hash(st[PREV_WORD], 11 << 40), 10 << 40)
     st[HASH + 7] = _hash(c4 & 0xFFFF00, 12 << 40)
     st[HASH + 8] = _hash(c4 | (c8 << 32), 8 << 40)
+    st[HASH + 9] = _hash(c4 & 0xFF, 1 << 40)
 
     # match model: extend the current match, or look for a new one
     match_bits = hist_bits - 2
@@ -371,7 +375,9 @@ def _end_of_byte(st, hist, mtable, byte):
 def _update(st, counters, states, weights, apm, hist, mtable, lut, inputs, bit):
     """Learn from the coded bit; advance to the next bit."""
     n_ctx, n_mix = st[N_CTX], st[N_MIX]
-    for k in range(2 + n_ctx):
+    for k in range(2):
+        _train(counters, st[SLOT + k], bit, LIMIT_ORDER01, lut)
+    for k in range(2, 2 + n_ctx):
         _train(counters, st[SLOT + k], bit, LIMIT_DIRECT, lut)
     for k in range(n_ctx):
         slot = st[STATE_SLOT + k]
