@@ -413,6 +413,23 @@ def test_read_only_directory(tmp_path, text_file):
         tmp_path.chmod(0o755)
 
 
+def test_read_only_location_even_for_root(tmp_path, text_file):
+    # sysfs refuses new files to everyone, root included: a read-only location on any Linux machine
+    if not os.path.isdir("/sys/kernel") or os.access("/sys", os.W_OK) and _can_create("/sys"):
+        pytest.skip("no read-only location here")
+    check_error(tmp_path, ["-o", "/sys/statemix-test.smx", "a.txt"], "/sys/statemix-test.smx")
+
+
+def _can_create(directory):
+    try:
+        with open(os.path.join(directory, ".statemix-probe"), "wb"):
+            pass
+    except OSError:
+        return False
+    os.unlink(os.path.join(directory, ".statemix-probe"))
+    return True
+
+
 def _limit_file_size():  # runs in the child: writes past 1 KiB fail with EFBIG (not SIGXFSZ)
     import resource
 
