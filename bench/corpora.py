@@ -49,6 +49,8 @@ def main() -> None:
     parser.add_argument("--level", type=int)
     args = parser.parse_args()
     files = sorted(p for p in (args.shared / "corpora").rglob("*") if p.is_file())
+    if not files:
+        raise SystemExit(f"no corpus files under {args.shared / 'corpora'} (use --shared)")
     rows = [measure(p, args.level) for p in files]
     print("| file | bytes | statemix | bpb | zstd -19 | xz -9e | vs zstd | vs xz | s |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")

@@ -40,7 +40,7 @@ def _table(report) -> str:
         lines.append("")
         lines.append("where the bits go (bytes the component saves; switching it off costs this much)")
         for name, bits in sorted(report.ablation.items(), key=lambda item: -item[1]):
-            lines.append(f"  {name:<10} {bits / 8:>12,.1f}  ({100 * bits / report.ideal_bits:+.2f}%)")
+            lines.append(f"  {name:<16} {bits / 8:>12,.1f}  ({100 * bits / report.ideal_bits:+.2f}%)")
     return "\n".join(lines)
 
 
