@@ -1023,7 +1023,7 @@ def test_golden_text_stream():
 GOLDEN_TEXT_LEVEL1 = bytes.fromhex(
     "89534d58010106010e1005010155abd220"  # header: level 1 model record
     "01" "cc03" "15" "75" "5877534f"  # modelled block: raw length 460, payload 21, check, CRC32
-    "84b868640487cf9bd0d8b3555e229a08f6f1cc529b"  # the range coder's code word
+    "84b868640487cf9bd0d8b3555e229a08f6f1cc529a"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
 )
 

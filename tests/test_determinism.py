@@ -23,9 +23,9 @@ HERE = Path(__file__).resolve().parent
 
 #: sha256 of determinism_probe.probe_streams(); a change here is a change of format or arithmetic
 GOLDEN = {
-    "oneshot-2": "885bbf76528b75baac0358ea59b9eff11cf4201e693adf7097a8489cbee3c526",
-    "stream-1": "b13f5bcdcd4ccbac860ec173a01cbcd144e019ffa2c60e946bd7d1ae2b3418c2",
-    "stream-3": "38b640fa185b430af72081dcda7c02ce973633e942e124dc638285083aa74f30",
+    "oneshot-2": "088268459c334bf3cc04b46c3fc56b9b45eea68413d938bab48b7212c33f440d",
+    "stream-1": "4381d256221f60b9e04443643498bcc32ba1fb64ee9da7556a59471149e5282b",
+    "stream-3": "07fb2e24522f8f1403d2c1586067dbf9c8ceaaf055de7e2247cbc8a965523c24",
     "ssm": "5a33276fa9cae17aeb317f20c505c163bcb7ec4fe88c2309b43cf389791e2690",
 }
 

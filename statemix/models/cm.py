@@ -11,8 +11,9 @@ previous bytes):
    ``n`` (10 bits, updates seen, capped at a limit) in the low bits.  Update:
    ``p += (bit * 2**22 - p) * DT[n] >> 16`` with ``DT[n] = 2**16 / (n + 1.5)``: a running average whose
    rate slows as evidence accumulates, down to ``1 / (limit + 1.5)``.  Orders 0 (``c0``) and 1 (``c1,
-   c0``) index counters directly and adapt fast (``LIMIT_ORDER01`` = 3: they follow the last few bits
-   seen in their context); state maps and the match model's counters use ``LIMIT_DIRECT`` = 1023.
+   c0``) index counters directly.  Order 0 adapts fast (``LIMIT_ORDER0`` = 3: it follows the last few
+   bits seen at this point of a byte); order 1, the state maps and the match model's counters use
+   ``LIMIT_DIRECT`` = 1023.
 2. Bit histories.  Up to ten hashed contexts (orders 2, 3, 4, 6, the current word, order 5, the word
    with the previous word - words are runs of letters, case-folded - the sparse pair (c2, c3), order
    8, and order 1; a configuration uses the first ``contexts`` of them) each select one byte per bit: a
@@ -69,8 +70,8 @@ MIN_MATCH = 6  # bytes of context that start a match
 N_HASHED = 10  # at most: orders 2, 3, 4, 6, the word, order 5, the word pair, sparse (c2, c3), order 8, 1
 N_INPUTS = 2 + N_HASHED + 1 + 1 + N_HASHED  # orders 0 and 1, hashed orders, match, bias, runs
 RUN = 2 + N_HASHED + 2  # first "run" input: how one-sided each hashed context's history is
-LIMIT_DIRECT = 1023  # counter confidence cap (state maps, match)
-LIMIT_ORDER01 = 3  # counter confidence cap (order 0 and 1 contexts)
+LIMIT_DIRECT = 1023  # counter confidence cap (order 1, state maps, match)
+LIMIT_ORDER0 = 3  # counter confidence cap of the order-0 contexts: they follow the last few bits
 N_MIXERS = 3
 MIXER1_SETS = 3 * 256  # first weight set of mixer 1; mixer 0 has (3 match states x c0)
 MIXER2_SETS = MIXER1_SETS + 1024  # mixer 1 has (c1, top 2 bits of c2); mixer 2 (known contexts x bit position)
@@ -375,8 +376,8 @@ def _end_of_byte(st, hist, mtable, byte):
 def _update(st, counters, states, weights, apm, hist, mtable, lut, inputs, bit):
     """Learn from the coded bit; advance to the next bit."""
     n_ctx, n_mix = st[N_CTX], st[N_MIX]
-    for k in range(2):
-        _train(counters, st[SLOT + k], bit, LIMIT_ORDER01, lut)
+    _train(counters, st[SLOT + 0], bit, LIMIT_ORDER0, lut)
+    _train(counters, st[SLOT + 1], bit, LIMIT_DIRECT, lut)
     for k in range(2, 2 + n_ctx):
         _train(counters, st[SLOT + k], bit, LIMIT_DIRECT, lut)
     for k in range(n_ctx):
