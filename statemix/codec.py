@@ -1,8 +1,9 @@
 """Incremental compressor and decompressor objects: the container format driven by a model.
 
 :class:`Compressor` cuts its input into blocks of ``container.BLOCK_SIZE`` bytes and codes each with
-the stream's model; a block is stored as it is, or as a zstandard frame, when that is smaller (the
-model still learns it, and the decoder replays it).  :class:`Decompressor` reads one stream, in any
+the stream's model and with zstandard (level 19); the smallest of the model's code word, the
+zstandard frame and the data itself is written (the model learns every block either way, and the
+decoder replays a block that was not modelled).  So no block costs more than zstd -19 or storing.  :class:`Decompressor` reads one stream, in any
 pieces, and releases a block's data only after its CRC32 matched.
 
 Both objects hold a model whose memory is fixed by the stream's configuration (see
@@ -22,9 +23,7 @@ from ._errors import StatemixError
 from .container import NeedMore
 from .models import ModelSpec, build_model, spec_for_level
 
-ZSTD_LEVEL = 19
-#: a zstandard candidate is tried when the model's code is longer than this share of the block
-ZSTD_TRY_RATIO = 0.25
+ZSTD_LEVEL = 19  # every block is also compressed by zstandard; the smallest of the three is kept
 
 
 def _set_threads(threads: int | None) -> None:
@@ -90,21 +89,19 @@ class Compressor:
         self._length += len(raw)
         self._crc = container.crc32(raw, self._crc)
         compress_zstd = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_content_size=False).compress
-        if self._threads > 1:  # zstandard runs beside the model; the choice below is the same
+        if self._threads > 1:  # zstandard runs beside the model
             with ThreadPoolExecutor(1) as pool:
                 zstd_job = pool.submit(compress_zstd, raw)
                 coded = self._model.encode(raw, len(raw) - 1)
                 zstd_payload = zstd_job.result()
         else:
             coded = self._model.encode(raw, len(raw) - 1)
-            zstd_payload = None
+            zstd_payload = compress_zstd(raw)
         kind, payload = container.STORED, raw
         if coded is not None:
             kind, payload = container.MODELLED, coded
-        if coded is None or len(coded) > ZSTD_TRY_RATIO * len(raw):
-            zstd_payload = zstd_payload if zstd_payload is not None else compress_zstd(raw)
-            if len(zstd_payload) < len(payload):
-                kind, payload = container.ZSTANDARD, zstd_payload
+        if len(zstd_payload) < len(payload):
+            kind, payload = container.ZSTANDARD, zstd_payload
         return container.write_block(kind, raw, payload)
 
 
