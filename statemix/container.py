@@ -47,7 +47,9 @@ import struct
 import zlib
 from dataclasses import dataclass
 
+from . import _varint
 from ._errors import StatemixError
+from ._varint import encode_varint
 from .models import ModelSpec
 
 MAGIC = b"\x89SMX"
@@ -68,29 +70,14 @@ def crc32(data: bytes, crc: int = 0) -> int:
     return zlib.crc32(data, crc)
 
 
-def encode_varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 def decode_varint(buf, pos: int) -> tuple[int, int]:
     """Return (value, position after it); raise NeedMore or StatemixError."""
-    value = 0
-    for i in range(_MAX_VARINT_BYTES):
-        if pos + i >= len(buf):
-            raise NeedMore
-        byte = buf[pos + i]
-        value |= (byte & 0x7F) << (7 * i)
-        if not byte & 0x80:
-            return value, pos + i + 1
-    raise StatemixError("corrupt stream: length field too long")
+    try:
+        return _varint.decode_varint(buf, pos, _MAX_VARINT_BYTES)
+    except _varint.Truncated:
+        raise NeedMore from None
+    except ValueError:
+        raise StatemixError("corrupt stream: length field too long") from None
 
 
 def _need(buf, end: int) -> None:

@@ -96,6 +96,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._jit import kernel
+from ._varint import Truncated, decode_varint, encode_varint
 from .coder import dec_bit, dec_init, enc_bit, enc_finish, enc_init, new_state
 
 __all__ = [
@@ -1107,28 +1108,13 @@ def _code_merges(mode, merges, first, tclass, rc, buf, rate):
     return -1
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 def _read_varint(raw: bytes, pos: int) -> tuple[int, int]:
-    value = 0
-    for i in range(5):
-        if pos + i >= len(raw):
-            raise ValueError("corrupt vocabulary: truncated")
-        byte = raw[pos + i]
-        value |= (byte & 0x7F) << (7 * i)
-        if not byte & 0x80:
-            return value, pos + i + 1
-    raise ValueError("corrupt vocabulary: varint too long")
+    try:
+        return decode_varint(raw, pos, 5)
+    except Truncated:
+        raise ValueError("corrupt vocabulary: truncated") from None
+    except ValueError:
+        raise ValueError("corrupt vocabulary: varint too long") from None
 
 
 def _last_classes(vocab_merges: np.ndarray, size: int) -> np.ndarray:
@@ -1154,7 +1140,7 @@ def _serialize(vocab: Vocabulary) -> bytes:
             break
         capacity = 2 * length + 64
     code = buf[:length].tobytes()
-    return (bytes([FORMAT]) + _varint(vocab.base) + _varint(m - vocab.base) + _varint(len(code))
+    return (bytes([FORMAT]) + encode_varint(vocab.base) + encode_varint(m - vocab.base) + encode_varint(len(code))
             + code + struct.pack("<I", vocab.crc()))
 
 

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from statemix import tokenizer
+from statemix._varint import encode_varint
 from statemix.tokenizer import Vocabulary, decode, encode, train
 
 from conftest import ROOT, shared_file, text_sample
@@ -294,7 +295,7 @@ def test_huge_declared_merge_count_is_refused_or_bounded():
     with pytest.raises(ValueError):
         Vocabulary.from_bytes(raw)
     start = time.perf_counter()
-    raw = bytes([tokenizer.FORMAT, 0]) + tokenizer._varint(tokenizer.MAX_MERGES) + b"\x00" + b"\x00" * 4
+    raw = bytes([tokenizer.FORMAT, 0]) + encode_varint(tokenizer.MAX_MERGES) + b"\x00" + b"\x00" * 4
     with pytest.raises(ValueError):
         Vocabulary.from_bytes(raw)
     assert time.perf_counter() - start < 10
