@@ -115,6 +115,8 @@ def train_bench(config: ssm.Config, data: bytes, reps: int = 200) -> dict:
     for threads in (1, 2, 1, 2):
         set_threads(threads)
         m = ssm.Model(config)
+        if base.vocabulary is not None:  # BPE: allocate at the same V
+            m._set_vocabulary(base.vocabulary)
         for name in ("P", "G", "M", "W", "Aneg", "st", "sf", "tin", "tout"):
             getattr(m, name)[...] = getattr(base, name)
         m.acts = tuple(a.copy() for a in base.acts)

@@ -7,7 +7,9 @@ Every symbol gets a frequency of at least 1, so any symbol can be coded whatever
   bit 1 out of 2**16 (clamped to ``[1, 65535]``).
 - :func:`quantize_distribution`: a float distribution over ``n`` symbols becomes ``n`` frequencies
   summing to exactly ``2**total_bits``: ``f_i = 1 + floor(p_i * (2**total_bits - n) / sum(p))``, and
-  the rounding remainder goes to the most probable symbol (the first one on ties).  The sum is taken
+  the rounding remainder goes to the most probable symbol (the first one on ties).
+- :func:`assign_frequencies`: the last step of the above for unnormalised weights and a scale chosen by
+  the caller (the ssm model uses it on its float32 softmax numerators).  The sum is taken
   left to right, so the result is a fixed function of the float inputs.  With ``total_bits = 30`` and
   ``n = 65,536`` the minimum frequencies take ``2**-14`` of the probability mass (under 1e-4 bits per
   symbol).
@@ -31,6 +33,29 @@ def binary_frequency(p1):
 
 
 @kernel
+def assign_frequencies(weights, n, scale, best, total, freqs):
+    """Set ``freqs[i] = 1 + floor(weights[i] * scale)`` for ``i < n`` and give the remainder up to
+    exactly ``total`` to ``freqs[best]``; return False (freqs unusable) if that would leave it below 1.
+
+    The product is taken in the dtype of ``weights`` and ``scale`` (float32 or float64), so a caller
+    fixes the arithmetic by its choice of types; NaN or negative shares count as 0.
+    """
+    assigned = np.int64(0)
+    for i in range(n):
+        share = weights[i] * scale
+        if not share >= 0:
+            share = 0
+        f = np.int64(1) + np.int64(share)
+        freqs[i] = f
+        assigned += f
+    rest = total - assigned
+    if np.int64(freqs[best]) + rest < 1:
+        return False
+    freqs[best] += rest
+    return True
+
+
+@kernel
 def quantize_distribution(probs, total_bits, freqs):
     """Fill ``freqs`` (int64, len n) from ``probs`` (float64, len n, non-negative, not all zero)."""
     n = probs.shape[0]
@@ -44,14 +69,5 @@ def quantize_distribution(probs, total_bits, freqs):
     scale = 0.0  # no usable distribution: every symbol gets 1, the rest goes to `best`
     if mass > 0.0 and mass < np.inf:
         scale = float(total - n) / mass
-    assigned = np.int64(0)
-    for i in range(n):
-        share = probs[i] * scale
-        if not share >= 0.0:  # NaN or negative input: treat as zero
-            share = 0.0
-        if share > total - n:
-            share = float(total - n)
-        f = np.int64(1) + np.int64(share)
-        freqs[i] = f
-        assigned += f
-    freqs[best] += total - assigned
+    while not assign_frequencies(probs, n, scale, best, total, freqs):
+        scale *= 0.5

@@ -26,7 +26,7 @@ GOLDEN = {
     "oneshot-2": "088268459c334bf3cc04b46c3fc56b9b45eea68413d938bab48b7212c33f440d",
     "stream-1": "4381d256221f60b9e04443643498bcc32ba1fb64ee9da7556a59471149e5282b",
     "stream-3": "07fb2e24522f8f1403d2c1586067dbf9c8ceaaf055de7e2247cbc8a965523c24",
-    "ssm": "5a33276fa9cae17aeb317f20c505c163bcb7ec4fe88c2309b43cf389791e2690",
+    "ssm": "b8bc46332ba5d990c1976ad04a188b0601dd517ec65b14ccc32c1fdc456e5ddc",
 }
 
 VARIANTS = {  # name: (environment, needs its own cache)

@@ -41,7 +41,8 @@ def start_state(m, config):
 # ---- configuration ----------------------------------------------------------------------------
 
 def test_config_round_trip_and_presets():
-    for config in (ssm.PRESETS["reference"], ssm.PRESETS["default"], tiny(bptt=0, seed=7)):
+    for config in (ssm.PRESETS["reference"], ssm.PRESETS["default"], ssm.PRESETS["bpe"],
+                   tiny(bptt=0, seed=7)):
         raw = config.to_bytes()
         assert len(raw) < 100
         assert ssm.Config.from_bytes(raw).to_bytes() == raw
@@ -108,6 +109,26 @@ def test_backward_matches_naive_gradient_and_finite_differences(bptt):
     indices = np.unique(np.concatenate([indices, off[:-1] + 1]))
     numeric = naive.numeric_gradient(m.P, config, m.tin, m.tout, h0, x0, indices, detached)
     np.testing.assert_allclose(analytic[indices], numeric, rtol=1e-5, atol=1e-8)
+
+
+def test_blocked_head_matches_naive_for_a_large_vocabulary():
+    """V over several HEAD_BLOCKs (and not a multiple of the unrolling): the blocked head products
+    of the chunk agree with the naive reference and, for the logits, bit for bit with the coding pass."""
+    config = tiny(vocab=2 * ssm.HEAD_BLOCK + 37)
+    m = prepared_model(config)
+    h0, x0 = start_state(m, config)
+    ssm.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
+    logits = m.acts[15].copy()
+    ref, _ = naive.forward(m.P, config, m.tin, h0, x0)
+    np.testing.assert_allclose(logits, ref, rtol=2e-4, atol=2e-5)
+    lanes = np.empty(ssm.LANES, dtype=np.float32)
+    for t in range(config.chunk):
+        ssm.forward_position(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin, t, lanes)
+    assert np.array_equal(m.acts[15], logits)
+    ssm.backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout, m.G)
+    analytic = naive.gradient(m.P, config, m.tin, m.tout, h0, x0, bptt=True)
+    scale = np.abs(analytic).max()
+    np.testing.assert_allclose(m.G, analytic, rtol=2e-3, atol=2e-5 * scale)
 
 
 def test_bptt_differs_from_one_step():
@@ -205,6 +226,89 @@ def test_output_identical_at_one_and_two_threads():
         for threads in (1, 2):
             set_threads(threads)
             outputs.append(ssm.Model(config).encode(data, 5000))
+    finally:
+        set_threads(1)
+    assert outputs[0] == outputs[1]
+
+
+# ---- BPE tokens --------------------------------------------------------------------------------
+
+BPE_TINY = dict(BYTES_TINY, tokenizer=ssm.TOK_BPE, merges=96)
+
+
+def bpe_blocks(seed: int = 11):
+    data = text_sample(9000, seed=seed)
+    return [data[:3000], data[3000:5000], data[5000:6500], data[6500:]]
+
+
+def test_bpe_config_fields_are_validated():
+    config = ssm.config_with(**BPE_TINY)
+    back = ssm.Config.from_bytes(config.to_bytes())
+    assert back.to_bytes() == config.to_bytes() and (back.tokenizer, back.merges) == (1, 96)
+    assert ssm.PRESETS["bpe"].tokenizer == ssm.TOK_BPE and ssm.PRESETS["bpe"].preset == 3
+    for bad in (dict(tokenizer=2), dict(vocab=300), dict(merges=ssm.MAX_BPE_MERGES + 1)):
+        with pytest.raises(ValueError):
+            ssm.Config.from_bytes(ssm.config_with(**{**BPE_TINY, **bad}).to_bytes())
+    with pytest.raises(ValueError):  # merges only mean something with the BPE tokenizer
+        ssm.Config.from_bytes(ssm.config_with(merges=5).to_bytes())
+    assert config.memory_bytes() > ssm.config_with(**BYTES_TINY).memory_bytes()
+
+
+def test_bpe_round_trip_with_vocabulary_in_first_code_word():
+    config = ssm.config_with(**BPE_TINY)
+    blocks = bpe_blocks()
+    enc = ssm.Model(config)
+    coded = [enc.encode(b, 2 * len(b)) for b in blocks]
+    assert enc.vocab_size == 256 + enc.vocabulary.n_merges and enc.vocabulary.n_merges > 0
+    assert len(coded[0]) > len(enc.vocabulary.to_bytes())  # the vocabulary travels in block 1
+    dec = ssm.Model(config)
+    assert dec.vocab_size is None  # allocated with the first block
+    out = b"".join(dec.decode(c, len(b)) for c, b in zip(coded, blocks))
+    assert out == b"".join(blocks)
+    assert dec.vocabulary == enc.vocabulary
+    assert np.array_equal(enc.P, dec.P)
+
+
+def test_bpe_round_trip_with_stored_first_block_and_empty_blocks():
+    config = ssm.config_with(**BPE_TINY)
+    blocks = bpe_blocks(seed=12)
+    enc = ssm.Model(config)
+    assert enc.encode(b"", 10) == b""  # an empty block codes to nothing and defines nothing
+    enc.encode(blocks[0], 2 * len(blocks[0]))  # coded, but the codec stored it after all
+    coded1 = enc.encode(blocks[1], 2 * len(blocks[1]))
+    assert enc.encode(blocks[2], 10) is None  # too long: stored; the model learned it anyway
+    coded3 = enc.encode(blocks[3], 2 * len(blocks[3]))
+    dec = ssm.Model(config)
+    dec.learn(b"")
+    dec.learn(blocks[0])  # trains the same vocabulary from the raw block
+    out = blocks[0] + dec.decode(coded1, len(blocks[1]))
+    dec.learn(blocks[2])
+    out += blocks[2] + dec.decode(coded3, len(blocks[3]))
+    assert out == b"".join(blocks)
+    assert dec.vocabulary == enc.vocabulary
+    assert np.array_equal(enc.P, dec.P) and np.array_equal(enc.counts, dec.counts)
+
+
+def test_bpe_corrupt_vocabulary_is_an_error():
+    from statemix._errors import StatemixError
+
+    config = ssm.config_with(**BPE_TINY)
+    block = bpe_blocks()[0]
+    coded = ssm.Model(config).encode(block, 2 * len(block))
+    for bad in (coded[:3], b"\xff" * 8, coded[:1] + bytes([coded[1] ^ 0x55]) + coded[2:]):
+        with pytest.raises(StatemixError):
+            ssm.Model(config).decode(bad, len(block))
+
+
+def test_bpe_output_identical_at_one_and_two_threads():
+    config = ssm.config_with(**BPE_TINY)
+    blocks = bpe_blocks(seed=13)
+    outputs = []
+    try:
+        for threads in (1, 2):
+            set_threads(threads)
+            m = ssm.Model(config)
+            outputs.append([m.encode(b, 2 * len(b)) for b in blocks])
     finally:
         set_threads(1)
     assert outputs[0] == outputs[1]

@@ -60,7 +60,7 @@ def spec_for_level(level: int | None, size_hint: int | None = None, model: str |
             raise StatemixError("levels apply to the cm model only")
         from .ssm import MODEL_ID, PRESETS
 
-        return ModelSpec(MODEL_ID, PRESETS["default"].to_bytes())
+        return ModelSpec(MODEL_ID, PRESETS["bpe"].to_bytes())
     from .cm import MODEL_ID, Config
 
     if level is None:
