@@ -174,8 +174,6 @@ def gradient(P, config, tin, tout, h0, xbuf0, bptt):
         p_ = layers[l]
         g_ = gl[l]
         dh_carry = np.zeros((N, E))
-        dx_future = np.zeros((T + K, E))  # gradient reaching x_t through later positions' conv
-        dxs_all = [None] * T
         below = dres.copy()
         # pass 1 (reverse time): everything up to dc_t, carrying dh through the recurrence
         dcs = np.zeros((T, E))

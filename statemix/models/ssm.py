@@ -572,8 +572,6 @@ def _bwd_head(P, off, sz, hy, acts, grads, tout, t, lanes):
     (res, nrm, rstd, an, xh, z, cpre, xs, pj, dtpre, dt, hs, dA, y, yg, logits, probs, lse) = acts
     (glog, gres, gan, gxz, gy, gxs, gp, gdtpre, gc, qb) = grads
     V = sz[S_V]
-    D = sz[S_D]
-    L = sz[S_L]
     T = sz[S_T]
     inv_t = F1 / np.float32(T)
     eps = hy[H_SMOOTH]
