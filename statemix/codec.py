@@ -21,7 +21,7 @@ import zstandard
 from . import container
 from ._errors import StatemixError
 from .container import NeedMore
-from .models import ModelSpec, build_model, spec_for_level
+from .models import build_model, spec_for_level
 
 ZSTD_LEVEL = 19  # every block is also compressed by zstandard; the smallest of the three is kept
 
@@ -192,10 +192,3 @@ class Decompressor:
         self._input.clear()
         self.eof = True
 
-
-def stream_spec(data) -> ModelSpec:
-    """Return the model configuration recorded in the stream header at the start of ``data``."""
-    try:
-        return container.read_header(data)[0]
-    except NeedMore:
-        raise StatemixError("truncated stream: the header is incomplete") from None
