@@ -4,7 +4,7 @@
 Usage
 -----
     python bench/ssm_study.py FILE [--size N] [--preset reference|default|bpe] [--set key=value ...]
-                              [--threads N] [--verify] [--train-bench] [--json PATH]
+                              [--vocab STRATEGY] [--threads N] [--verify] [--train-bench] [--json PATH]
 
 FILE is read whole or its first ``--size`` bytes.  The model codes it in blocks of 1 MiB through its
 byte interface (``Model.encode``), the way the codec would: byte tokens (V = 256) for the byte presets,
@@ -19,6 +19,13 @@ word).  The script prints:
   probabilities (from the trace), so model quality and coder overhead can be told apart;
 - wall time, input bytes/s and tokens/s (compile time excluded: a 2,000-byte warm-up run first;
   tokenizer training and tokenizing included);
+- with ``--vocab STRATEGY``: the tokens come from another vocabulary strategy, coded through the
+  token interface (``Model.encode_tokens``, V = the vocabulary's size, same architecture and
+  schedule): ``G<k>`` the first k merges of the shipped general vocabulary (data/general-v1.vocab;
+  1 header byte names it), ``P<k>`` k merges trained on the first block with the word pre-split and
+  stored in the stream (header: its serialized size + length varint), ``auto`` P with the
+  tokenizer's ``default_merges``.  Every block adds its token-count varint, as the model's own BPE
+  path does, so the sizes compare with ``--preset bpe`` (which is ``P12k`` done by the model);
 - with ``--verify``: decodes and checks the round trip (doubles the time);
 - with ``--train-bench``: times the training step alone (forward_chunk + backward_chunk + adam_step
   on one chunk, 200 repetitions) at 1 and at 2 threads, and checks the parameters are bit-identical.
@@ -32,14 +39,17 @@ import argparse
 import json
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from statemix.models import ssm  # noqa: E402
+from statemix import tokenizer  # noqa: E402
 from statemix._jit import set_threads  # noqa: E402
+from statemix._varint import encode_varint  # noqa: E402
+from statemix.models import ssm  # noqa: E402
 
 HEADER_ESTIMATE = 5 + 3 + 1 + 13 + 12  # magic/version/record length, model id, block header, trailer
 
@@ -60,13 +70,75 @@ def build_config(args) -> ssm.Config:
         key, _, value = item.partition("=")
         changes[key] = parse_value(value)
     if changes:
-        from dataclasses import replace
         config = replace(config, preset=0, **changes)
     config.validate()
     return config
 
 
 BLOCK = 1 << 20  # the container's block size: the codec hands the model 1 MiB blocks
+GENERAL = Path(__file__).resolve().parent.parent / "data" / "general-v1.vocab"
+
+
+def _count(text: str) -> int:
+    """'256' -> 256, '4k' -> 4096."""
+    return int(text[:-1]) * 1024 if text.endswith("k") else int(text)
+
+
+def strategy_vocabulary(strategy: str, first_block: bytes) -> tuple[tokenizer.Vocabulary, int]:
+    """(vocabulary, header bytes) of a ``--vocab`` strategy."""
+    if strategy.startswith("G"):
+        general = tokenizer.Vocabulary.from_bytes(GENERAL.read_bytes())
+        return general.prefix(_count(strategy[1:])), 1
+    if strategy == "auto":
+        merges = tokenizer.default_merges(len(first_block))
+    elif strategy.startswith("P"):
+        merges = _count(strategy[1:])
+    else:
+        raise SystemExit(f"unknown vocabulary strategy {strategy!r}")
+    vocab = tokenizer.train(first_block, merges, split=tokenizer.SPLIT_WORDS)
+    raw = vocab.to_bytes()
+    return vocab, len(raw) + len(encode_varint(len(raw)))
+
+
+def run_strategy(config: ssm.Config, data: bytes, strategy: str, verify: bool) -> dict:
+    """Code ``data`` as tokens of a vocabulary strategy through the token interface."""
+    blocks = [data[i:i + BLOCK] for i in range(0, len(data), BLOCK)]
+    t0 = time.perf_counter()
+    vocab, header = strategy_vocabulary(strategy, blocks[0])
+    train_seconds = time.perf_counter() - t0
+    config = replace(config, tokenizer=ssm.TOK_IDS, merges=0, vocab=vocab.size)
+    warm = ssm.Model(config)
+    warm.encode_tokens(tokenizer.encode(vocab, data[:2000]), 4000)
+    model = ssm.Model(config)
+    traces, coded, ids_per_block = [], [], []
+    t0 = time.perf_counter()
+    for block in blocks:
+        ids = tokenizer.encode(vocab, block, block_size=None).astype(np.int64)
+        trace = np.zeros((len(ids), 2))
+        word = model.encode_tokens(ids, 2 * len(block) + 64, trace)
+        coded.append(encode_varint(len(ids)) + word)
+        traces.append(trace)
+        ids_per_block.append(ids)
+    seconds = time.perf_counter() - t0 + train_seconds
+    trace = np.concatenate(traces)
+    tokens = sum(len(i) for i in ids_per_block)
+    code_bytes = header + sum(len(c) for c in coded)
+    stream = code_bytes + HEADER_ESTIMATE + 13 * (len(blocks) - 1) + len(config.to_bytes())
+    result = {
+        "strategy": strategy, "input_bytes": len(data), "blocks": len(blocks), "vocab": vocab.size,
+        "tokens": tokens, "tokens_per_byte": tokens / len(data), "vocabulary_bytes": header,
+        "coded_bytes": code_bytes, "stream_bytes": stream, "bpb": 8 * stream / len(data),
+        "ideal_bpb_mixed": float(-np.log2(trace[:, 0]).sum() / len(data)),
+        "ideal_bpb_ssm": float(-np.log2(np.maximum(trace[:, 1], 1e-30)).sum() / len(data)),
+        "train_seconds": train_seconds, "seconds": seconds, "bytes_per_s": len(data) / seconds,
+        "tokens_per_s": tokens / seconds,
+    }
+    if verify:
+        dec = ssm.Model(config)
+        back = b"".join(tokenizer.decode(vocab, dec.decode_tokens(c[len(encode_varint(len(i))):], len(i)))
+                        for c, i in zip(coded, ids_per_block))
+        result["round_trip"] = back == data
+    return result
 
 
 def run(config: ssm.Config, data: bytes, verify: bool) -> dict:
@@ -143,6 +215,7 @@ def main() -> int:
     parser.add_argument("--size", type=float, default=None)
     parser.add_argument("--preset", default="default", choices=sorted(ssm.PRESETS))
     parser.add_argument("--set", action="append", metavar="KEY=VALUE")
+    parser.add_argument("--vocab", metavar="STRATEGY", help="G<k>, P<k> or auto (see above)")
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--verify", action="store_true")
     parser.add_argument("--train-bench", action="store_true")
@@ -155,6 +228,8 @@ def main() -> int:
     set_threads(args.threads)
     if args.train_bench:
         result = train_bench(config, data)
+    elif args.vocab:
+        result = run_strategy(config, data, args.vocab, args.verify)
     else:
         result = run(config, data, args.verify)
     result["threads"] = args.threads
