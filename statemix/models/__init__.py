@@ -22,8 +22,8 @@ from .._errors import StatemixError
 DEFAULT_LEVEL = 2
 LEVELS = (1, 2, 3)
 #: Model families a user can choose: "cm" (the default: context mixing over bits, levels 1-3) and
-#: "ssm" (experimental: an online-trained state-space model over tokens; far slower, and larger
-#: output than cm today, see bench/RESULTS.md).
+#: "ssm" (an online-trained state-space model over bytes mixed in logit space with count models,
+#: levels 1-3; far slower, and larger output than cm today, see bench/RESULTS.md).
 MODELS = ("cm", "ssm")
 
 
@@ -55,18 +55,14 @@ def spec_for_level(level: int | None, size_hint: int | None = None, model: str |
     """
     if model not in (None, *MODELS):
         raise StatemixError(f"model must be one of {', '.join(MODELS)}, not {model!r}")
-    if model == "ssm":
-        if level is not None:
-            raise StatemixError("levels apply to the cm model only")
-        from .ssm import MODEL_ID, PRESETS
-
-        return ModelSpec(MODEL_ID, PRESETS["bpe"].to_bytes())
-    from .cm import MODEL_ID, Config
-
     if level is None:
         level = DEFAULT_LEVEL
     if level not in LEVELS:
         raise StatemixError(f"level must be one of {', '.join(map(str, LEVELS))}, not {level}")
+    if model == "ssm":
+        return _ssm_spec(level, size_hint)
+    from .cm import MODEL_ID, Config
+
     # level: (table_bits, hist_bits, contexts, mixers, APMs); level 1 trades size for speed
     table_bits, hist_bits, contexts, mixers, apms = {1: (20, 22, 5, 1, 1), 2: (24, 24, 10, 3, 2),
                                                      3: (25, 26, 10, 3, 2)}[level]
@@ -75,6 +71,19 @@ def spec_for_level(level: int | None, size_hint: int | None = None, model: str |
         table_bits = min(table_bits, fit + 2)
         hist_bits = min(hist_bits, max(16, fit))
     return ModelSpec(MODEL_ID, Config(table_bits, hist_bits, contexts, mixers, apms).to_bytes())
+
+
+def _ssm_spec(level: int, size_hint: int | None) -> ModelSpec:
+    """ssm levels: 1 the count models alone (no SSM), 2 SSM + count models, 3 the same, larger tables."""
+    from dataclasses import replace
+
+    from .ssm import MODEL_ID, PRESETS
+
+    config = PRESETS["counts" if level == 1 else "mix"]
+    table_bits = config.table_bits + (2 if level == 3 else 0)
+    if size_hint is not None:
+        table_bits = min(table_bits, max(12, size_hint.bit_length()))
+    return ModelSpec(MODEL_ID, replace(config, table_bits=table_bits).to_bytes())
 
 
 MODEL_MODULES = {1: "cm", 2: "ssm"}

@@ -72,6 +72,7 @@ from ..tokenizer import SPLIT_WORDS, Vocabulary, default_merges
 from ..tokenizer import decode as bpe_decode
 from ..tokenizer import encode as bpe_encode
 from ..tokenizer import train as bpe_train
+from . import tokenmix
 
 MODEL_ID = 2
 ENCODE, DECODE, LEARN = 0, 1, 2
@@ -86,7 +87,8 @@ EMB, LNF_G, LNF_B, HEAD = range(4)
 # ---- size table (int64 array ``sz``) ------------------------------------------------------------
 S_V, S_D, S_E, S_N, S_K, S_L, S_T, S_R, S_EB, S_BPTT = range(10)
 S_IT_A, S_N_A, S_IT_B, S_N_B, S_IT_C, S_TB = range(10, 16)
-SZ_SIZE = 16
+S_MIXING, S_USE_SSM, S_MATCH, S_CALIBRATE, S_TABLE_BITS = range(16, 21)  # tokenmix options
+SZ_SIZE = 21
 
 # ---- float hyper-parameters (float32 array ``hy``) ------------------------------------------------
 H_LR, H_B1, H_B2, H_EPS, H_CLIP, H_SMOOTH, H_PRIOR, H_LR_MIN, H_LR_HALF = range(9)
@@ -1034,33 +1036,35 @@ def train_chunk(P, G, M, W, Aneg, off, sz, hy, st, sf, acts, grads, tin, tout, p
 
 
 @kernel
-def _mix(sz, hy, acts, t, lc, ex, freqs, lanes):
-    """Mix the SSM softmax with the frequency prior and quantize the result for the coder.
+def _code_distribution(sz, hy, acts, t, lc, ts, ex, freqs, lanes):
+    """Mix the SSM softmax with the count models (:mod:`.tokenmix`) and quantize for the coder.
 
-    freqs[v] = 1 + floor(q[v] * scale) with q = exp(logits + w * lc - max) (float32) and
+    freqs[v] = 1 + floor(q[v] * scale) with q = exp(final logits - max) (float32) and
     scale = (2**tb - V) / sum(q) (the sum in the lane order of :func:`_sum_lanes`); the remainder up
     to exactly 2**tb goes to the most probable token (the first on ties).  Should float rounding
-    ever make the remainder push that token below 1, the scale is halved until it does not.
+    ever make the remainder push that token below 1, the scale is halved until it does not.  On
+    return ``ex`` holds the coded softmax q / sum(q) (float32), which the mixer learns from.
     """
     (res, nrm, rstd, an, xh, z, cpre, xs, pj, dtpre, dt, hs, dA, y, yg, logits, probs, lse) = acts
     V = sz[S_V]
+    use_ssm = sz[S_USE_SSM]
     total = np.int64(1) << sz[S_TB]
     lg = logits[t]
-    pr = probs[t]
-    # entropy of the SSM softmax (nats): H = lse - sum p z
-    for v in range(V):
-        ex[v] = pr[v] * lg[v]
-    h = lse[t] - _sum_lanes(ex, V, lanes)
-    s = np.float32(0.4) + np.float32(0.6) * h / np.float32(5.5)
-    s = min(max(s, np.float32(0.2)), np.float32(2.5))
-    w = hy[H_PRIOR] * s
-    m = lg[0] + w * lc[0]
+    h = F0
+    if use_ssm:
+        # entropy of the SSM softmax (nats): H = lse - sum p z
+        pr = probs[t]
+        for v in range(V):
+            ex[v] = pr[v] * lg[v]
+        h = lse[t] - _sum_lanes(ex, V, lanes)
+    tokenmix.gather(ts, sz[S_TABLE_BITS])
+    tokenmix.mix_logits(sz[S_MIXING], use_ssm, sz[S_MATCH], sz[S_CALIBRATE], hy[H_PRIOR], lg, h, lc,
+                        V, ts, ex)
+    m = ex[0]
     best = 0
     for v in range(V):
-        u = lg[v] + w * lc[v]
-        ex[v] = u
-        if u > m:
-            m = u
+        if ex[v] > m:
+            m = ex[v]
             best = v
     for v in range(V):
         ex[v] = exp32(ex[v] - m)
@@ -1068,16 +1072,20 @@ def _mix(sz, hy, acts, t, lc, ex, freqs, lanes):
     scale = np.float32(np.float64(total - V) / np.float64(mass))
     while not assign_frequencies(ex, V, scale, best, total, freqs):
         scale = scale * np.float32(0.5)
+    inv = F1 / mass
+    for v in range(V):
+        ex[v] = ex[v] * inv
 
 
 @kernel
 def run_block(mode, data, coded, rc, P, G, M, W, Aneg, off, sz, hy, st, sf, acts, grads, tin, tout,
-              counts, lc, partial, saved_h, saved_x, trace):
+              counts, lc, partial, saved_h, saved_x, ts, trace):
     """Encode ``data`` into ``coded``, decode ``coded`` into ``data``, or only learn ``data``.
 
     ``data`` holds token ids (int64 < V).  Returns the code word length for ENCODE, else 0.  If
     ``trace`` has rows, ``trace[i, 0]`` gets the coded probability of token i and ``trace[i, 1]``
-    the SSM's own probability of it.
+    the SSM's own probability of it (1/V without the SSM).  ``ts``: the count models' state
+    (:meth:`.tokenmix.State.arrays`).  LEARN updates the counts and the SSM but not the mixer.
     """
     V = sz[S_V]
     T = sz[S_T]
@@ -1093,12 +1101,14 @@ def run_block(mode, data, coded, rc, P, G, M, W, Aneg, off, sz, hy, st, sf, acts
     probs = acts[16]
     tracing = trace.shape[0] > 0
     total = np.float64(1 << tb)
+    use_ssm = sz[S_USE_SSM]
     for i in range(data.shape[0]):
         t = st[ST_POS]
         tin[t] = st[ST_PREV]
-        forward_position(P, Aneg, off, sz, acts, tin, t, lanes)
+        if use_ssm:
+            forward_position(P, Aneg, off, sz, acts, tin, t, lanes)
         if mode != LEARN:
-            _mix(sz, hy, acts, t, lc, ex, freqs, lanes)
+            _code_distribution(sz, hy, acts, t, lc, ts, ex, freqs, lanes)
             if mode == DECODE:
                 c = np.int64(0)
                 for v in range(V):
@@ -1115,17 +1125,22 @@ def run_block(mode, data, coded, rc, P, G, M, W, Aneg, off, sz, hy, st, sf, acts
                 enc_encode(rc, coded, c, np.int64(freqs[sym]), tb)
             if tracing:
                 trace[i, 0] = np.float64(freqs[sym]) / total
-                trace[i, 1] = np.float64(probs[t, sym])
+                trace[i, 1] = np.float64(probs[t, sym]) if use_ssm else 1.0 / V
+            tokenmix.learn(sz[S_MIXING], use_ssm, sz[S_MATCH], sz[S_CALIBRATE], acts[15][t], lc, V,
+                           ex, sym, ts)
         else:
             sym = np.int64(data[i])
+            tokenmix.gather(ts, sz[S_TABLE_BITS])
+        tokenmix.update(sym, sz[S_TABLE_BITS], ts)
         tout[t] = sym
         counts[sym] += 1
         lc[sym] = log32(F1 + np.float32(counts[sym]))
         st[ST_PREV] = sym
         t += 1
         if t == T:
-            train_chunk(P, G, M, W, Aneg, off, sz, hy, st, sf, acts, grads, tin, tout, partial,
-                        saved_h, saved_x)
+            if use_ssm:
+                train_chunk(P, G, M, W, Aneg, off, sz, hy, st, sf, acts, grads, tin, tout, partial,
+                            saved_h, saved_x)
             t = 0
         st[ST_POS] = t
     if mode == ENCODE:
@@ -1138,7 +1153,7 @@ def run_block(mode, data, coded, rc, P, G, M, W, Aneg, off, sz, hy, st, sf, acts
 # ================================================================================================
 
 _FMT = "<BHBBBBBBBBHBHBBffffffffI"
-_FMT_ALL = _FMT + "fBH"  # + lr_half, tokenizer, merges
+_FMT_ALL = _FMT + "fBHBBBBB"  # + lr_half, tokenizer, merges, tokenmix options
 TOK_IDS, TOK_BPE = 0, 1  # Config.tokenizer
 MAX_BPE_MERGES = 65536 - 256  # V = 256 + merges must stay <= 65536
 
@@ -1146,7 +1161,7 @@ MAX_BPE_MERGES = 65536 - 256  # V = 256 + merges must stay <= 65536
 class Config:
     """Options of the ssm model; all change the output and are recorded in the stream header.
 
-    ``preset``: which named preset this started from (1 reference, 2 default, 3 bpe, 0 custom;
+    ``preset``: which named preset this started from (1 reference, 2 default, 3 bpe, 4 mix, 5 counts, 0 custom;
     informative).
     ``vocab``: V, the token alphabet (256 for bytes).  ``d_model``, ``expand`` (inner width E =
     expand * d_model), ``d_state`` (N), ``conv`` (K), ``layers`` (L): the architecture.
@@ -1164,6 +1179,10 @@ class Config:
     ``TOK_BPE`` (1: a BPE vocabulary trained on the first non-empty block and stored in its code word;
     ``vocab`` must then be 256).  ``merges``: with ``TOK_BPE``, the merges to train (0: the tokenizer's
     ``default_merges(len(first block))``; training may stop earlier on a small block); else 0.
+    Count models and mixing (:mod:`.tokenmix`): ``mixing`` (0 SSM + frequency prior, 1 the reference's
+    fixed-weight n-grams, 2 learned), ``use_ssm`` (0: no SSM, the count models alone), ``match``
+    (the token match model, learned mixing only), ``calibrate`` (learned inverse temperature,
+    learned mixing only), ``table_bits`` (log2 of the n-gram buckets; ``SLOTS`` pairs each).
     """
 
     preset: int = 2
@@ -1193,6 +1212,11 @@ class Config:
     seed: int = 42
     tokenizer: int = 0
     merges: int = 0
+    mixing: int = 0
+    use_ssm: int = 1
+    match: int = 0
+    calibrate: int = 0
+    table_bits: int = 12
 
     def to_bytes(self) -> bytes:
         return struct.pack(
@@ -1200,7 +1224,8 @@ class Config:
             self.conv, self.layers, self.chunk, self.bptt, self.iters_a, self.chunks_a, self.iters_b,
             self.chunks_b, self.iters_c, self.channel_block, self.lr, self.beta1, self.beta2,
             self.adam_eps, self.clip, self.smoothing, self.prior, self.lr_min, self.seed, self.lr_half,
-            self.tokenizer, self.merges)
+            self.tokenizer, self.merges, self.mixing, self.use_ssm, self.match, self.calibrate,
+            self.table_bits)
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> "Config":
@@ -1208,19 +1233,23 @@ class Config:
             raise ValueError("ssm model configuration has the wrong length")
         v = struct.unpack(_FMT_ALL, raw)
         config = cls(v[0], v[1] + 1, *v[2:15], *(float(x) for x in v[15:23]), lr_half=float(v[24]),
-                     seed=v[23], tokenizer=v[25], merges=v[26])
+                     seed=v[23], tokenizer=v[25], merges=v[26], mixing=v[27], use_ssm=v[28],
+                     match=v[29], calibrate=v[30], table_bits=v[31])
         config.validate()
         return config
 
     def validate(self) -> None:
         E = self.d_model * self.expand
-        ok = (self.preset <= 3 and 2 <= self.vocab <= 65536 and 1 <= self.d_model <= 256
+        ok = (self.preset <= 5 and 2 <= self.vocab <= 65536 and 1 <= self.d_model <= 256
               and 1 <= self.expand <= 8 and 1 <= self.d_state <= 64 and 1 <= self.conv <= 8
               and 1 <= self.layers <= 8 and 1 <= self.chunk <= 255 and self.bptt in (0, 1)
               and 1 <= self.iters_a <= 64 and 1 <= self.iters_b <= 64 and 1 <= self.iters_c <= 64
               and 1 <= self.channel_block <= E and E % self.channel_block == 0
               and self.tokenizer in (TOK_IDS, TOK_BPE) and 0 <= self.merges <= MAX_BPE_MERGES
-              and (self.vocab == 256 if self.tokenizer == TOK_BPE else self.merges == 0))
+              and (self.vocab == 256 if self.tokenizer == TOK_BPE else self.merges == 0)
+              and self.mixing in (tokenmix.MIX_PRIOR, tokenmix.MIX_REFERENCE, tokenmix.MIX_LEARNED)
+              and self.use_ssm in (0, 1) and self.match in (0, 1) and self.calibrate in (0, 1)
+              and 10 <= self.table_bits <= 24)
         floats = (self.lr, self.beta1, self.beta2, self.adam_eps, self.clip, self.smoothing,
                   self.prior, self.lr_min, self.lr_half)
         ok = ok and all(np.isfinite(floats))
@@ -1247,7 +1276,7 @@ class Config:
                                self.conv, self.layers, self.chunk)
         acts = (3 * (L + 1) * T * D + L * (T + K) * E + L * T * (8 * E + 2 * N + 1)
                 + L * (T + 1) * N * E + 2 * L * T * N * E + 3 * T * V)
-        return 4 * (4 * total + acts) + 64 * V
+        return 4 * (4 * total + acts) + 64 * V + tokenmix.State.memory_bytes(V, self.table_bits)
 
 
 PRESETS["reference"] = Config(preset=1, bptt=0, prior=0.1)
@@ -1257,6 +1286,12 @@ PRESETS["default"] = Config(preset=2)
 # 1.6x faster than 32-token chunks with two (837,225 at 8,192 merges); lr 0.0015 beat 0.001 and 0.002.
 PRESETS["bpe"] = Config(preset=3, tokenizer=TOK_BPE, merges=12288, chunk=16, iters_c=1, chunks_a=20,
                         chunks_b=40, prior=0.1, lr=0.0015, lr_min=0.0015)
+# Count models and learned mixing (bench/RESULTS.md, issue 5): over bytes, the count models gave
+# 253,338 bytes on enwik8_1M against 285,685 over 1,024 BPE merges and 275,228 over 256; with the
+# SSM, bytes gave 245,426 against 273,456 for the 12,288-merge vocabulary.  32 slots per bucket beat
+# 8 (302,839) and 16 (262,372); 2**20 buckets beat 2**18 (257,654), 2**22 gained 0.4%.
+PRESETS["mix"] = Config(preset=4, mixing=2, match=1, calibrate=1, table_bits=20)
+PRESETS["counts"] = Config(preset=5, use_ssm=0, mixing=2, match=1, calibrate=1, table_bits=20)
 
 
 def layout(config: Config) -> tuple[np.ndarray, int]:
@@ -1358,6 +1393,11 @@ def sizes(config: Config) -> np.ndarray:
     sz[S_N_B] = config.chunks_b
     sz[S_IT_C] = config.iters_c
     sz[S_TB] = TOTAL_BITS if config.vocab <= (1 << 16) else 32
+    sz[S_MIXING] = config.mixing
+    sz[S_USE_SSM] = config.use_ssm
+    sz[S_MATCH] = config.match
+    sz[S_CALIBRATE] = config.calibrate
+    sz[S_TABLE_BITS] = config.table_bits
     return sz
 
 
@@ -1451,6 +1491,9 @@ class Model:
         self.saved_h = np.zeros((config.layers, config.d_state, E), dtype=np.float32)
         self.saved_x = np.zeros((config.layers, config.conv - 1, E), dtype=np.float32)
         self.rc = new_state()
+        coding_bytes = self.config.tokenizer == TOK_IDS and self.config.vocab == 256
+        orders = tokenmix.BYTE_ORDERS if coding_bytes else tokenmix.ORDERS
+        self.mixstate = tokenmix.State(config.vocab, config.table_bits, orders)
         self.allocated = True
 
     @property
@@ -1462,7 +1505,7 @@ class Model:
         return run_block(mode, tokens, coded, self.rc, self.P, self.G, self.M, self.W, self.Aneg,
                          self.off, self.sz, self.hy, self.st, self.sf, self.acts, self.grads,
                          self.tin, self.tout, self.counts, self.lc, self.partial, self.saved_h,
-                         self.saved_x, trace)
+                         self.saved_x, self.mixstate.arrays(), trace)
 
     # token-level interface (a tokenizer maps bytes to ids < vocab and back)
     def _tokens_ok(self) -> None:
