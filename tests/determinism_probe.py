@@ -22,12 +22,13 @@ def probe_input() -> bytes:
 def probe_originals() -> dict[str, bytes]:
     """The data behind each pinned stream."""
     data = probe_input()
-    return {"oneshot-2": data, "stream-1": data, "stream-3": data, "ssm": data[:3000]}
+    return {"oneshot-2": data, "stream-1": data, "stream-3": data, "ssm": data[:3000], "ssm-1": data}
 
 
 def probe_streams() -> dict[str, bytes]:
     """The streams whose hashes are pinned: one-shot (tables sized to the input), streaming, and the
-    float32 ssm model (whose kernels run in parallel)."""
+    float32 ssm model (whose kernels run in parallel) with its count models, and its count models alone
+    (level 1)."""
     originals = probe_originals()
     streams = {"oneshot-2": statemix.compress(originals["oneshot-2"], level=2)}
     for level in (1, 3):
@@ -37,6 +38,7 @@ def probe_streams() -> dict[str, bytes]:
             [compressor.compress(data[i : i + 7000]) for i in range(0, len(data), 7000)] + [compressor.flush()]
         )
     streams["ssm"] = statemix.compress(originals["ssm"], model="ssm")
+    streams["ssm-1"] = statemix.compress(originals["ssm-1"], model="ssm", level=1)
     return streams
 
 

@@ -1,0 +1,100 @@
+"""Tests of the ssm model's count models and mixing (statemix.models.tokenmix)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import statemix
+from statemix.models import spec_for_level, ssm, tokenmix
+
+from conftest import text_sample
+from naive_tokenmix import NaiveTokenMix
+
+
+def mixed_input() -> bytes:
+    """Text, a run long enough to age a bucket's counts, and a long repeat for the match model."""
+    text = text_sample(900, seed=5)
+    return text + b"a" * (tokenmix.COUNT_LIMIT + 80) + text[100:500]
+
+
+def counts_config(**changes) -> ssm.Config:
+    return ssm.config_with(use_ssm=0, table_bits=10, **changes)
+
+
+@pytest.mark.parametrize("mixing,match,calibrate", [
+    (tokenmix.MIX_PRIOR, 0, 0), (tokenmix.MIX_REFERENCE, 0, 0), (tokenmix.MIX_LEARNED, 0, 0),
+    (tokenmix.MIX_LEARNED, 1, 1)])
+def test_kernels_match_the_naive_reference(mixing, match, calibrate):
+    """Every coded probability equals the plain-Python reference's, bit for bit (small table: buckets
+    are evicted; a long run: counts are halved; a repeat: the match model predicts)."""
+    data = mixed_input()
+    config = counts_config(mixing=mixing, match=match, calibrate=calibrate)
+    model = ssm.Model(config)
+    trace = np.zeros((len(data), 2))
+    model.encode(data, 2 * len(data), trace)
+    naive = NaiveTokenMix(256, config.table_bits, tokenmix.BYTE_ORDERS, mixing, match, calibrate,
+                          config.prior)
+    total = 1 << ssm.TOTAL_BITS
+    for i, sym in enumerate(data):
+        freqs = naive.frequencies(ssm.TOTAL_BITS)
+        assert freqs.sum() == total
+        assert trace[i, 0] == freqs[sym] / total, f"token {i}"
+        naive.learn(sym)
+        naive.update(sym)
+    state = model.mixstate
+    assert state.totals.max() < tokenmix.COUNT_LIMIT
+    if mixing == tokenmix.MIX_LEARNED:
+        assert np.array_equal(state.par, naive.par)
+        assert not np.array_equal(state.par, tokenmix.initial_parameters())
+
+
+def test_learned_mixing_and_match_help():
+    data = text_sample(6000, seed=9) * 2
+    sizes = {}
+    for name, changes in {"prior": dict(mixing=0), "reference": dict(mixing=1),
+                          "learned": dict(mixing=2), "match": dict(mixing=2, match=1)}.items():
+        model = ssm.Model(counts_config(**changes))
+        sizes[name] = len(model.encode(data, 2 * len(data)))
+    assert sizes["learned"] < sizes["reference"] < sizes["prior"]
+    assert sizes["match"] < sizes["learned"]
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_levels_round_trip_through_the_api(level):
+    data = text_sample(4000, seed=2) + bytes(range(256)) + text_sample(3000, seed=2)
+    stream = statemix.compress(data, model="ssm", level=level)
+    assert statemix.decompress(stream) == data
+    assert stream[5] != 0  # (sanity: a real header)
+
+
+def test_streaming_blocks_and_learned_blocks_round_trip():
+    """Blocks coded one after another, one of them only learned (stored by the codec)."""
+    config = ssm.PRESETS["counts"]
+    blocks = [text_sample(3000, seed=s) for s in (1, 2, 3)]
+    enc, dec = ssm.Model(config), ssm.Model(config)
+    words = [enc.encode(blocks[0], 10_000)]
+    enc.learn(blocks[1])
+    words.append(enc.encode(blocks[2], 10_000))
+    assert dec.decode(words[0], len(blocks[0])) == blocks[0]
+    dec.learn(blocks[1])
+    assert dec.decode(words[1], len(blocks[2])) == blocks[2]
+
+
+def test_level_presets_and_table_sizing():
+    small = ssm.Config.from_bytes(spec_for_level(1, 5000, "ssm").parameters)
+    assert small.use_ssm == 0 and small.mixing == tokenmix.MIX_LEARNED and small.table_bits == 13
+    big = ssm.Config.from_bytes(spec_for_level(None, 1 << 30, "ssm").parameters)
+    assert big.use_ssm == 1 and big.match == 1 and big.calibrate == 1 and big.table_bits == 20
+    assert ssm.Config.from_bytes(spec_for_level(3, None, "ssm").parameters).table_bits == 22
+    assert big.memory_bytes() > tokenmix.State.memory_bytes(256, 20) > 256 << 20
+
+
+@pytest.mark.parametrize("field,value", [("mixing", 3), ("use_ssm", 2), ("match", 2),
+                                         ("calibrate", 2), ("table_bits", 9), ("table_bits", 25)])
+def test_config_rejects_bad_mixing_fields(field, value):
+    raw = bytearray(ssm.PRESETS["mix"].to_bytes())
+    index = {"mixing": -5, "use_ssm": -4, "match": -3, "calibrate": -2, "table_bits": -1}[field]
+    raw[index] = value
+    with pytest.raises(ValueError):
+        ssm.Config.from_bytes(bytes(raw))
