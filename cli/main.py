@@ -317,7 +317,8 @@ def _list(paths: list[str], verbose: bool) -> int:
 @click.option("-S", "--suffix", default=SUFFIX, show_default=True, help="Suffix of compressed files.")
 @click.option("--level", type=click.IntRange(1, 3), help="Model preset, 1 (fastest) to 3 (strongest); default 2.")
 @click.option("--model", type=click.Choice(["cm", "ssm"]),
-              help="Model family: cm (default), or ssm (experimental state-space model; slow).")
+              help="Model family: cm (default), or ssm (state-space model mixed with count models; "
+                   "slow; --level 1 drops the state-space model).")
 @click.option("-1", "--fast", "level_flag", flag_value=1, help="Same as --level 1.")
 @click.option("-3", "--best", "level_flag", flag_value=3, help="Same as --level 3.")
 @click.version_option(_version(), "-V", "--version", prog_name="statemix", message="%(prog)s %(version)s")

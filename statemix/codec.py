@@ -38,7 +38,7 @@ def _set_threads(threads: int | None) -> None:
 class Compressor:
     """Compress data incrementally into one statemix stream.
 
-    ``model`` ("cm", the default, or the experimental "ssm") and ``level`` (1-3, cm only) select the
+    ``model`` ("cm", the default, or the experimental "ssm") and ``level`` (1-3) select the
     model (they change the output and are recorded in the stream).  ``size_hint``, the total input
     length when known, lets small inputs use smaller tables (changes the output; recorded).
     ``threads`` only changes speed.

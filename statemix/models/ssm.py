@@ -1,8 +1,10 @@
 """ssm: an online selective state-space model (Mamba-style) over a token alphabet, trained while coding.
 
-Model id 2.  The model predicts a softmax over ``V`` tokens, mixes it with an adaptive frequency prior,
-and codes the true token with :mod:`statemix.coder`.  Every ``T`` tokens (a *chunk*) it trains on the
-chunk just coded with a few Adam iterations.  The decoder replays the identical computation.
+Model id 2.  The model predicts a softmax over ``V`` tokens; :mod:`.tokenmix` mixes it in logit space
+with a frequency prior and, unless ``mixing`` is 0, with token n-gram counts and a match model (fixed
+weights or learned online), and the result is coded with :mod:`statemix.coder`.  Every ``T`` tokens
+(a *chunk*) the SSM trains on the chunk just coded with a few Adam iterations.  The decoder replays the
+identical computation.
 
 Tokens (``Config.tokenizer``): ``TOK_IDS`` codes the bytes themselves (V = ``vocab`` = 256; the token
 interface takes any ids below ``vocab``); ``TOK_BPE`` trains a byte-level BPE vocabulary
@@ -11,7 +13,9 @@ first non-empty block, stores it in that block's code word, and codes every bloc
 it (V = 256 + merges; the model is allocated at exactly that V when the vocabulary is known; see
 :class:`Model`).  Presets: ``reference`` (bytes, the reference's one-step gradient), ``default``
 (bytes, gradient through the chunk), ``bpe`` (12,288 merges, 16-token chunks, one Adam step per chunk
-after the start-up schedule).
+after the start-up schedule), all with the frequency prior only; ``mix`` (``default`` with learned
+mixing of the count models, the match model and calibration: ``--model ssm``, levels 2 and 3) and
+``counts`` (the same without the SSM: level 1).
 
 Speed notes: loops index slices from 0 (a view per row) so LLVM can drop numba's negative-index
 wrap-around and vectorize; the head products of a chunk run in blocks of ``HEAD_BLOCK`` tokens so the
