@@ -460,6 +460,79 @@ PAIR_BITS = 2 * ID_BITS
 PAIR_MASK = (1 << PAIR_BITS) - 1
 
 
+# growable state of _train's pair table: counters in the int64 vector ``sz``
+Z_NPAIRS, Z_PCAP, Z_HMASK, Z_NOCC, Z_OCAP, Z_NTOUCHED = range(6)
+
+
+@kernel
+def _count_occurrence(key, at, pairs, occ, sz):
+    """Count one occurrence of the pair ``key`` at position ``at``; return the (grown) arrays.
+
+    ``pairs`` = (hkeys, hidx, pkey, pcount, phead, ptouched): the open-addressing table key -> pair
+    index and, per pair, its count, the head of its occurrence list and whether it is queued in
+    ``touched``.  ``occ`` = (opos, onext, touched): occurrence list nodes and the queue of pairs whose
+    count rose in this step.  Arrays that fill up are replaced by larger copies.
+    """
+    hkeys, hidx, pkey, pcount, phead, ptouched = pairs
+    opos, onext, touched = occ
+    hmask = sz[Z_HMASK]
+    npairs = sz[Z_NPAIRS]
+    s = _hash(key, hmask)
+    while hkeys[s] != -1 and hkeys[s] != key:
+        s = (s + 1) & hmask
+    if hkeys[s] == -1:
+        if npairs == sz[Z_PCAP]:  # grow the pair arrays and the table
+            pcap = 2 * sz[Z_PCAP]
+            sz[Z_PCAP] = pcap
+            pkey2 = np.empty(pcap, dtype=np.int64)
+            pkey2[:npairs] = pkey[:npairs]
+            pkey = pkey2
+            pcount = _grow32(pcount, pcap)
+            phead = _grow32(phead, pcap)
+            pt2 = np.zeros(pcap, dtype=np.int8)
+            pt2[:npairs] = ptouched[:npairs]
+            ptouched = pt2
+            hmask = 2 * hmask + 1
+            sz[Z_HMASK] = hmask
+            hkeys = np.full(hmask + 1, -1, dtype=np.int64)
+            hidx = np.empty(hmask + 1, dtype=np.int32)
+            for j in range(npairs):
+                t = _hash(pkey[j], hmask)
+                while hkeys[t] != -1:
+                    t = (t + 1) & hmask
+                hkeys[t] = pkey[j]
+                hidx[t] = j
+            s = _hash(key, hmask)
+            while hkeys[s] != -1:
+                s = (s + 1) & hmask
+        hkeys[s] = key
+        hidx[s] = npairs
+        pkey[npairs] = key
+        pcount[npairs] = 0
+        phead[npairs] = -1
+        sz[Z_NPAIRS] = npairs + 1
+    pi = hidx[s]
+    pcount[pi] += 1
+    nocc = sz[Z_NOCC]
+    if nocc == sz[Z_OCAP]:
+        ocap = sz[Z_OCAP] + sz[Z_OCAP] // 2 + 64
+        sz[Z_OCAP] = ocap
+        opos = _grow32(opos, ocap)
+        onext = _grow32(onext, ocap)
+    opos[nocc] = at
+    onext[nocc] = phead[pi]
+    phead[pi] = nocc
+    sz[Z_NOCC] = nocc + 1
+    if ptouched[pi] == 0:
+        ptouched[pi] = 1
+        ntouched = sz[Z_NTOUCHED]
+        if ntouched == touched.shape[0]:
+            touched = _grow32(touched, 2 * ntouched)
+        touched[ntouched] = pi
+        sz[Z_NTOUCHED] = ntouched + 1
+    return (hkeys, hidx, pkey, pcount, phead, ptouched), (opos, onext, touched)
+
+
 @kernel
 def _train(ids, lengths0, first0, last0, n_merges, min_count, allowed, max_len, merges, counts, stats):
     """Train up to ``n_merges`` merges on the token sequence ``ids`` (int32; modified in place).
@@ -487,25 +560,25 @@ def _train(ids, lengths0, first0, last0, n_merges, min_count, allowed, max_len, 
     hsize = 1 << 16
     while hsize < 2 * min(n, 1 << 22):
         hsize *= 2
-    hmask = np.int64(hsize - 1)
     hkeys = np.full(hsize, -1, dtype=np.int64)
     hidx = np.empty(hsize, dtype=np.int32)
-    pcap = hsize // 2
-    pkey = np.empty(pcap, dtype=np.int64)
-    pcount = np.empty(pcap, dtype=np.int32)
-    phead = np.empty(pcap, dtype=np.int32)
-    ptouched = np.zeros(pcap, dtype=np.int8)
-    npairs = 0
+    pkey = np.empty(hsize // 2, dtype=np.int64)
+    pcount = np.empty(hsize // 2, dtype=np.int32)
+    phead = np.empty(hsize // 2, dtype=np.int32)
+    ptouched = np.zeros(hsize // 2, dtype=np.int8)
     # occurrences: linked lists of positions
-    ocap = n + 64
-    opos = np.empty(ocap, dtype=np.int32)
-    onext = np.empty(ocap, dtype=np.int32)
-    nocc = 0
+    opos = np.empty(n + 64, dtype=np.int32)
+    onext = np.empty(n + 64, dtype=np.int32)
     # heap of count << PAIR_BITS | (PAIR_MASK - key)
     heap = np.empty(1024, dtype=np.int64)
     hn = 0
     touched = np.empty(1024, dtype=np.int32)
-    ntouched = 0
+    sz = np.zeros(6, dtype=np.int64)
+    sz[Z_PCAP] = hsize // 2
+    sz[Z_HMASK] = hsize - 1
+    sz[Z_OCAP] = n + 64
+    pairs = (hkeys, hidx, pkey, pcount, phead, ptouched)
+    occ = (opos, onext, touched)
     scratch = np.empty(64, dtype=np.int32)
     peak = np.int64(0)
     made = 0
@@ -525,57 +598,12 @@ def _train(ids, lengths0, first0, last0, n_merges, min_count, allowed, max_len, 
             if allowed[tlast[a] * 4 + tfirst[b]] == 0 or tlen[a] + tlen[b] > max_len:
                 continue
             key = (np.int64(a) << np.int64(ID_BITS)) | np.int64(b)
-            s = _hash(key, hmask)
-            while hkeys[s] != -1 and hkeys[s] != key:
-                s = (s + 1) & hmask
-            if hkeys[s] == -1:
-                if npairs == pcap:  # grow the pair arrays and the table
-                    pcap *= 2
-                    pkey2 = np.empty(pcap, dtype=np.int64)
-                    pkey2[:npairs] = pkey[:npairs]
-                    pkey = pkey2
-                    pcount = _grow32(pcount, pcap)
-                    phead = _grow32(phead, pcap)
-                    pt2 = np.zeros(pcap, dtype=np.int8)
-                    pt2[:npairs] = ptouched[:npairs]
-                    ptouched = pt2
-                    hsize *= 2
-                    hmask = np.int64(hsize - 1)
-                    hkeys = np.full(hsize, -1, dtype=np.int64)
-                    hidx = np.empty(hsize, dtype=np.int32)
-                    for j in range(npairs):
-                        t = _hash(pkey[j], hmask)
-                        while hkeys[t] != -1:
-                            t = (t + 1) & hmask
-                        hkeys[t] = pkey[j]
-                        hidx[t] = j
-                    s = _hash(key, hmask)
-                    while hkeys[s] != -1:
-                        s = (s + 1) & hmask
-                hkeys[s] = key
-                hidx[s] = npairs
-                pkey[npairs] = key
-                pcount[npairs] = 0
-                phead[npairs] = -1
-                npairs += 1
-            pi = hidx[s]
-            pcount[pi] += 1
-            if nocc == ocap:
-                ocap = ocap + ocap // 2 + 64
-                opos = _grow32(opos, ocap)
-                onext = _grow32(onext, ocap)
-            opos[nocc] = i
-            onext[nocc] = phead[pi]
-            phead[pi] = nocc
-            nocc += 1
-            if ptouched[pi] == 0:
-                ptouched[pi] = 1
-                if ntouched == touched.shape[0]:
-                    touched = _grow32(touched, 2 * ntouched)
-                touched[ntouched] = pi
-                ntouched += 1
+            pairs, occ = _count_occurrence(key, i, pairs, occ, sz)
+            hkeys, hidx, pkey, pcount, phead, ptouched = pairs
+            opos, onext, touched = occ
+            hmask = sz[Z_HMASK]
         # push the pairs whose count rose in the last step (once each, with the current count)
-        for j in range(ntouched):
+        for j in range(sz[Z_NTOUCHED]):
             pi = touched[j]
             ptouched[pi] = 0
             if pcount[pi] >= min_count:
@@ -585,8 +613,9 @@ def _train(ids, lengths0, first0, last0, n_merges, min_count, allowed, max_len, 
                     heap = h2
                 hn = _heap_push(heap, hn, (np.int64(pcount[pi]) << np.int64(PAIR_BITS))
                                 | (pair_mask - pkey[pi]))
-        ntouched = 0
-        mem = (np.int64(12) * n + 8 * ocap + 12 * hsize + 17 * pcap + 8 * heap.shape[0]
+        sz[Z_NTOUCHED] = 0
+        hmask = sz[Z_HMASK]
+        mem = (np.int64(12) * n + 8 * sz[Z_OCAP] + 12 * (hmask + 1) + 17 * sz[Z_PCAP] + 8 * heap.shape[0]
                + 4 * touched.shape[0] + 4 * scratch.shape[0] + 12 * v)
         if mem > peak:
             peak = mem
@@ -681,55 +710,10 @@ def _train(ids, lengths0, first0, last0, n_merges, min_count, allowed, max_len, 
                 if allowed[tlast[l2] * 4 + tfirst[r2]] == 0 or tlen[l2] + tlen[r2] > max_len:
                     continue
                 k2 = (np.int64(l2) << np.int64(ID_BITS)) | np.int64(r2)
-                s = _hash(k2, hmask)
-                while hkeys[s] != -1 and hkeys[s] != k2:
-                    s = (s + 1) & hmask
-                if hkeys[s] == -1:
-                    if npairs == pcap:
-                        pcap *= 2
-                        pkey2 = np.empty(pcap, dtype=np.int64)
-                        pkey2[:npairs] = pkey[:npairs]
-                        pkey = pkey2
-                        pcount = _grow32(pcount, pcap)
-                        phead = _grow32(phead, pcap)
-                        pt2 = np.zeros(pcap, dtype=np.int8)
-                        pt2[:npairs] = ptouched[:npairs]
-                        ptouched = pt2
-                        hsize *= 2
-                        hmask = np.int64(hsize - 1)
-                        hkeys = np.full(hsize, -1, dtype=np.int64)
-                        hidx = np.empty(hsize, dtype=np.int32)
-                        for jj in range(npairs):
-                            t = _hash(pkey[jj], hmask)
-                            while hkeys[t] != -1:
-                                t = (t + 1) & hmask
-                            hkeys[t] = pkey[jj]
-                            hidx[t] = jj
-                        s = _hash(k2, hmask)
-                        while hkeys[s] != -1:
-                            s = (s + 1) & hmask
-                    hkeys[s] = k2
-                    hidx[s] = npairs
-                    pkey[npairs] = k2
-                    pcount[npairs] = 0
-                    phead[npairs] = -1
-                    npairs += 1
-                pi = hidx[s]
-                pcount[pi] += 1
-                if nocc == ocap:
-                    ocap = ocap + ocap // 2 + 64
-                    opos = _grow32(opos, ocap)
-                    onext = _grow32(onext, ocap)
-                opos[nocc] = at
-                onext[nocc] = phead[pi]
-                phead[pi] = nocc
-                nocc += 1
-                if ptouched[pi] == 0:
-                    ptouched[pi] = 1
-                    if ntouched == touched.shape[0]:
-                        touched = _grow32(touched, 2 * ntouched)
-                    touched[ntouched] = pi
-                    ntouched += 1
+                pairs, occ = _count_occurrence(k2, at, pairs, occ, sz)
+                hkeys, hidx, pkey, pcount, phead, ptouched = pairs
+                opos, onext, touched = occ
+                hmask = sz[Z_HMASK]
     stats[0] = peak
     return made
 

@@ -395,3 +395,31 @@ def test_shared_files_round_trip_whole(path):
     data = path.read_bytes()
     vocab = train(data[: 1 << 20], tokenizer.default_merges(len(data)), split=tokenizer.SPLIT_WORDS)
     assert decode(vocab, encode(vocab, data)) == data
+
+
+def test_pair_table_grows_without_losing_counts():
+    """_count_occurrence from a 4-slot table: every key keeps its count and occurrence list."""
+    z = np.zeros(6, dtype=np.int64)
+    z[tokenizer.Z_PCAP], z[tokenizer.Z_HMASK], z[tokenizer.Z_OCAP] = 2, 3, 1
+    pairs = (np.full(4, -1, dtype=np.int64), np.zeros(4, dtype=np.int32), np.zeros(2, dtype=np.int64),
+             np.zeros(2, dtype=np.int32), np.zeros(2, dtype=np.int32), np.zeros(2, dtype=np.int8))
+    occ = (np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32))
+    expected = {}
+    for at in range(300):
+        key = (at * 7919) % 53 + 1
+        expected.setdefault(key, []).append(at)
+        pairs, occ = tokenizer._count_occurrence(np.int64(key), at, pairs, occ, z)
+    hkeys, hidx, pkey, pcount, phead, _ = pairs
+    opos, onext, touched = occ
+    assert z[tokenizer.Z_NPAIRS] == len(expected) and z[tokenizer.Z_NOCC] == 300
+    assert z[tokenizer.Z_HMASK] + 1 >= 2 * len(expected)
+    assert sorted(touched[: z[tokenizer.Z_NTOUCHED]]) == list(range(len(expected)))
+    for key, positions in expected.items():
+        (slot,) = np.nonzero(hkeys == key)[0]
+        pi = hidx[slot]
+        assert pkey[pi] == key and pcount[pi] == len(positions)
+        seen, e = [], phead[pi]
+        while e != -1:
+            seen.append(int(opos[e]))
+            e = onext[e]
+        assert seen == positions[::-1]
