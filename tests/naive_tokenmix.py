@@ -83,7 +83,7 @@ class NaiveTokenMix:
                 if c > 0:
                     entries.append((t, o, self._cell(min(c, n), n), c))
         self.entries = entries
-        e = F32(0.4)  # no SSM: entropy 0
+        e = F32(0.4) + F32(0.6) * log32(F32(V)) / F32(5.5)  # no SSM: a uniform softmax, H = ln V
         e = min(max(e, F32(0.2)), F32(2.5))
         bias = np.zeros(V, dtype=np.float32)
         tau = F32(1.0)

@@ -1054,7 +1054,7 @@ def _code_distribution(sz, hy, acts, t, lc, ts, ex, freqs, lanes):
     use_ssm = sz[S_USE_SSM]
     total = np.int64(1) << sz[S_TB]
     lg = logits[t]
-    h = F0
+    h = log32(np.float32(V))  # without the SSM its logits are 0: a uniform softmax
     if use_ssm:
         # entropy of the SSM softmax (nats): H = lse - sum p z
         pr = probs[t]

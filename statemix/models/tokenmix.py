@@ -33,7 +33,8 @@ e = clip(0.4 + 0.6 H / 5.5, 0.2, 2.5) the reference's entropy-adaptive scale:
   with g_v = tau (p_v - [v = token]), dz/da = s, dz/db = lc, and each bias term's gradient is the sum
   of g over the tokens it touched, so the step costs one pass over V plus the seen continuations.
 
-With ``use_ssm`` 0 the SSM is not run and s = 0, H = 0 (the count models alone).  All arithmetic is
+With ``use_ssm`` 0 the SSM is not run: s = 0 and H = ln V (its entropy when its logits are 0), and
+the entropy bucket is 0.  All arithmetic is
 float32 in a fixed order with :mod:`statemix._fmath`'s exp and log, so it is deterministic.
 """
 
