@@ -73,15 +73,16 @@ class NaiveTokenMix:
         V, par = self.V, self.par
         self.ctx = self._contexts()
         self.found = [self._bucket_of(k) if k else -1 for k in self.ctx]
-        entries, longest = [], 0
+        entries, longest, deterministic = [], 0, 0
         for o, b in enumerate(self.found):
             if b < 0 or self.buckets[b][1] == 0:
                 continue
             longest = o + 1
             _, n, toks, cnts = self.buckets[b]
-            for t, c in zip(toks, cnts):
-                if c > 0:
-                    entries.append((t, o, self._cell(min(c, n), n), c))
+            live = [(t, c) for t, c in zip(toks, cnts) if c > 0]
+            deterministic = int(len(live) == 1)
+            for t, c in live:
+                entries.append((t, o, self._cell(min(c, n), n), c))
         self.entries = entries
         e = F32(0.4) + F32(0.6) * log32(F32(V)) / F32(5.5)  # no SSM: a uniform softmax, H = ln V
         e = min(max(e, F32(0.2)), F32(2.5))
@@ -104,7 +105,7 @@ class NaiveTokenMix:
                 bias[self.history[pos - 1 - i]] += F32(0.05) * exp32(F32(-3.0) * age)
             z = np.array([e * (F32(0.1) * self.lc[v] + bias[v]) for v in range(V)], dtype=np.float32)
         else:
-            m = longest * tm.N_ENTROPY
+            m = (2 * longest + deterministic) * tm.N_ENTROPY
             self.m = m
             for t, o, cell, _ in entries:
                 bias[t] += par[tm.P_W + m * tm.N_ORDERS + o] * par[tm.P_F + o * tm.N_CELL + cell]

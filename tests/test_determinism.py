@@ -26,8 +26,8 @@ GOLDEN = {
     "oneshot-2": "088268459c334bf3cc04b46c3fc56b9b45eea68413d938bab48b7212c33f440d",
     "stream-1": "4381d256221f60b9e04443643498bcc32ba1fb64ee9da7556a59471149e5282b",
     "stream-3": "07fb2e24522f8f1403d2c1586067dbf9c8ceaaf055de7e2247cbc8a965523c24",
-    "ssm": "3af3ac42b8d14e4dd9da5c46d61833198c368cc225842cccc6431e0a750496c9",
-    "ssm-1": "85caaf5709be5b52db4ad32a4b5de9850a01b6db56836bcc3d8c3411cba298e7",
+    "ssm": "29d0c4f20472866dd6aefd923641310181d37dbda6236e37fd816f5bff78ba51",
+    "ssm-1": "1fd43d281659ed9363b2fc9bc1b6563bcf89e683fca104a23cc618528c17f4a5",
 }
 
 VARIANTS = {  # name: (environment, needs its own cache)

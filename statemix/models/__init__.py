@@ -74,13 +74,13 @@ def spec_for_level(level: int | None, size_hint: int | None = None, model: str |
 
 
 def _ssm_spec(level: int, size_hint: int | None) -> ModelSpec:
-    """ssm levels: 1 the count models alone (no SSM), 2 SSM + count models, 3 the same, larger tables."""
+    """ssm levels: 1 the count models alone (no SSM), 2 SSM + count models, 3 the same, twice the buckets."""
     from dataclasses import replace
 
     from .ssm import MODEL_ID, PRESETS
 
     config = PRESETS["counts" if level == 1 else "mix"]
-    table_bits = config.table_bits + (2 if level == 3 else 0)
+    table_bits = config.table_bits + (1 if level == 3 else 0)
     if size_hint is not None:
         table_bits = min(table_bits, max(12, size_hint.bit_length()))
     return ModelSpec(MODEL_ID, replace(config, table_bits=table_bits).to_bytes())

@@ -26,8 +26,8 @@ e = clip(0.4 + 0.6 H / 5.5, 0.2, 2.5) the reference's entropy-adaptive scale:
   recency bonus 0.05 e exp(-3 age / 64) on each of the last 64 tokens.
 - ``MIX_LEARNED`` (2): z = a[m] s + b[m] lc + sum over orders and seen continuations of
   w[m, o] f[o, cell(c, n)] + match[len] on the match model's token, times an inverse temperature
-  tau[k] when ``calibrate`` (else tau = 1).  m (``N_MIX`` sets) = longest order with statistics x SSM
-  entropy bucket; k (``N_TAU`` sets) = match length bucket x SSM entropy bucket; cell = count bucket
+  tau[k] when ``calibrate`` (else tau = 1).  m (``N_MIX`` sets) = longest order with statistics x
+  whether that context has seen one token only x SSM entropy bucket; k (``N_TAU`` sets) = match length bucket x SSM entropy bucket; cell = count bucket
   x share c / n bucket (``N_CELL``).  f starts at the reference's lambda ln(1 + c / alpha), w, a and
   tau at 1, b at 0.1.  All are trained by plain gradient steps on the code length -ln p(token):
   with g_v = tau (p_v - [v = token]), dz/da = s, dz/db = lc, and each bias term's gradient is the sum
@@ -62,7 +62,7 @@ RECENCY = 64  # reference recency window (tokens)
 
 # learned mixing: parameter sets and their offsets in the float32 vector ``par``
 N_ENTROPY = 4  # SSM entropy buckets: H < 1, < 2.5, < 4, >= 4 nats
-N_MIX = (N_ORDERS + 1) * N_ENTROPY
+N_MIX = 2 * (N_ORDERS + 1) * N_ENTROPY
 N_COUNT, N_SHARE = 8, 9
 N_CELL = N_COUNT * N_SHARE
 N_TAU = 5 * N_ENTROPY
@@ -75,7 +75,7 @@ P_TAU = P_MATCH + MATCH_CAP + 1  # tau[k]
 N_PAR = P_TAU + N_TAU
 # learning rates (per coded token), in the float32 vector ``rates``
 R_W, R_F, R_AB, R_MATCH, R_TAU = range(5)
-RATES = np.array([0.002, 0.002, 0.0005, 0.005, 0.0005], dtype=np.float32)
+RATES = np.array([0.02, 0.002, 0.004, 0.02, 0.004], dtype=np.float32)
 
 # int64 state ``ist``
 I_POS, I_MPTR, I_MLEN, I_MTOK, I_NENT, I_MIX, I_TAU, I_LONGEST = range(8)
@@ -196,13 +196,15 @@ def gather(ts, bits):
     """Find the contexts of the next token and list their seen continuations.
 
     ``ts`` is :meth:`State.arrays`.  Fills ctx, bucket (-1: not present), the entry lists and
-    ist[I_LONGEST] (1 + the longest order with statistics, 0 if none).
+    ist[I_LONGEST] (2 x (1 + the longest order with statistics) + 1 if that context has seen one
+    token only; 0 if no context has statistics).
     """
     (orders, keys, totals, tokens, counts, history, match_table, ist, par, rates, ent_tok, ent_ord, ent_cell, ent_cnt,
      bucket, ctx, bias, z) = ts
     _context_hashes(orders, history, ist[I_POS], ctx)
     ne = 0
     longest = 0
+    deterministic = 0
     for o in range(N_ORDERS):
         bucket[o] = -1
         if ctx[o] == 0:
@@ -212,6 +214,7 @@ def gather(ts, bits):
         if b < 0 or totals[b] == 0:
             continue
         longest = o + 1
+        first = ne
         n = np.int64(totals[b])
         for j in range(SLOTS):
             c = np.int64(counts[b, j])
@@ -221,8 +224,9 @@ def gather(ts, bits):
                 ent_cell[ne] = _cell(min(c, n), n)
                 ent_cnt[ne] = c
                 ne += 1
+        deterministic = 1 if ne - first == 1 else 0
     ist[I_NENT] = ne
-    ist[I_LONGEST] = longest
+    ist[I_LONGEST] = 2 * longest + (deterministic if longest > 0 else 0)
 
 
 @kernel
