@@ -112,12 +112,13 @@ class NaiveTokenMix:
             mlen = self.mlen if self.use_match else 0
             if mlen > 0:
                 bias[self.mtok] += par[tm.P_MATCH + min(mlen, tm.MATCH_CAP)]
-            mb = 0 if mlen == 0 else (1 if mlen < 3 else (2 if mlen < 8 else (3 if mlen < 16 else 4)))
-            self.k = mb * tm.N_ENTROPY
-            if self.calibrate:
-                tau = par[tm.P_TAU + self.k]
             bw = par[tm.P_B + m]
             z = np.array([bw * self.lc[v] + bias[v] for v in range(V)], dtype=np.float32)
+            top, second = sorted(z)[-1], sorted(z)[-2]
+            margin = top - second
+            self.k = sum(margin >= F32(edge) for edge in (0.5, 1.0, 2.0, 4.0)) * tm.N_ENTROPY
+            if self.calibrate:
+                tau = par[tm.P_TAU + self.k]
         self.z = z
         out = np.array([tau * z[v] for v in range(V)], dtype=np.float32)
         best = int(np.argmax(out))  # first maximum

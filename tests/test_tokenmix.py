@@ -85,7 +85,7 @@ def test_level_presets_and_table_sizing():
     small = ssm.Config.from_bytes(spec_for_level(1, 5000, "ssm").parameters)
     assert small.use_ssm == 0 and small.mixing == tokenmix.MIX_LEARNED and small.table_bits == 13
     big = ssm.Config.from_bytes(spec_for_level(None, 1 << 30, "ssm").parameters)
-    assert big.use_ssm == 1 and big.match == 1 and big.calibrate == 1 and big.table_bits == 20
+    assert big.use_ssm == 1 and big.match == 1 and big.calibrate == 0 and big.table_bits == 20
     assert ssm.Config.from_bytes(spec_for_level(3, None, "ssm").parameters).table_bits == 21
     assert big.memory_bytes() > tokenmix.State.memory_bytes(256, 20) > 256 << 20
 

@@ -14,8 +14,8 @@ it (V = 256 + merges; the model is allocated at exactly that V when the vocabula
 :class:`Model`).  Presets: ``reference`` (bytes, the reference's one-step gradient), ``default``
 (bytes, gradient through the chunk), ``bpe`` (12,288 merges, 16-token chunks, one Adam step per chunk
 after the start-up schedule), all with the frequency prior only; ``mix`` (``default`` with learned
-mixing of the count models, the match model and calibration: ``--model ssm``, levels 2 and 3) and
-``counts`` (the same without the SSM: level 1).
+mixing of the count models and the match model: ``--model ssm``, levels 2 and 3) and ``counts`` (the
+same without the SSM: level 1).
 
 Speed notes: loops index slices from 0 (a view per row) so LLVM can drop numba's negative-index
 wrap-around and vectorize; the head products of a chunk run in blocks of ``HEAD_BLOCK`` tokens so the
@@ -1294,8 +1294,10 @@ PRESETS["bpe"] = Config(preset=3, tokenizer=TOK_BPE, merges=12288, chunk=16, ite
 # 253,338 bytes on enwik8_1M against 285,685 over 1,024 BPE merges and 275,228 over 256; with the
 # SSM, bytes gave 245,426 against 273,456 for the 12,288-merge vocabulary.  32 slots per bucket beat
 # 8 (302,839) and 16 (262,372); 2**20 buckets beat 2**18 (257,654), 2**22 gained 0.4%.
-PRESETS["mix"] = Config(preset=4, mixing=2, match=1, calibrate=1, table_bits=20)
-PRESETS["counts"] = Config(preset=5, use_ssm=0, mixing=2, match=1, calibrate=1, table_bits=20)
+# The learned temperature (calibrate=1) is left off: on top of learned mixing it did not help (300 kB
+# of enwik8 with the SSM: 78,063 bytes without, 78,108-78,179 with; see bench/RESULTS.md).
+PRESETS["mix"] = Config(preset=4, mixing=2, match=1, table_bits=20)
+PRESETS["counts"] = Config(preset=5, use_ssm=0, mixing=2, match=1, table_bits=20)
 
 
 def layout(config: Config) -> tuple[np.ndarray, int]:

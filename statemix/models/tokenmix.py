@@ -25,13 +25,15 @@ e = clip(0.4 + 0.6 H / 5.5, 0.2, 2.5) the reference's entropy-adaptive scale:
   the most frequent continuation of the order-2 context (our stand-in for its two-token table) + a
   recency bonus 0.05 e exp(-3 age / 64) on each of the last 64 tokens.
 - ``MIX_LEARNED`` (2): z = a[m] s + b[m] lc + sum over orders and seen continuations of
-  w[m, o] f[o, cell(c, n)] + match[len] on the match model's token, times an inverse temperature
-  tau[k] when ``calibrate`` (else tau = 1).  m (``N_MIX`` sets) = longest order with statistics x
-  whether that context has seen one token only x SSM entropy bucket; k (``N_TAU`` sets) = match length bucket x SSM entropy bucket; cell = count bucket
-  x share c / n bucket (``N_CELL``).  f starts at the reference's lambda ln(1 + c / alpha), w, a and
-  tau at 1, b at 0.1.  All are trained by plain gradient steps on the code length -ln p(token):
-  with g_v = tau (p_v - [v = token]), dz/da = s, dz/db = lc, and each bias term's gradient is the sum
-  of g over the tokens it touched, so the step costs one pass over V plus the seen continuations.
+  w[m, o] f[o, cell(c, n)] + match[len] on the match model's token; the coded logits are tau[k] z
+  when ``calibrate`` (else z).  m (``N_MIX`` sets) = longest order with statistics x whether that
+  context has seen one token only x SSM entropy bucket; k (``N_TAU`` sets) = margin of the top z over
+  the second (a confidence bucket) x SSM entropy bucket; cell = count bucket x share c / n bucket
+  (``N_CELL``).  f starts at the reference's lambda ln(1 + c / alpha), w, a and tau at 1, b at 0.1.
+  All are trained by plain gradient steps on the code length -ln p(token): with
+  g_v = tau (p_v - [v = token]), dz/da = s, dz/db = lc, dL/dtau = sum_v (p_v - [v = token]) z_v, and
+  each bias term's gradient is the sum of g over the tokens it touched, so the step costs one pass
+  over V plus the seen continuations.
 
 With ``use_ssm`` 0 the SSM is not run: s = 0 and H = ln V (its entropy when its logits are 0), and
 the entropy bucket is 0.  All arithmetic is
@@ -75,7 +77,7 @@ P_TAU = P_MATCH + MATCH_CAP + 1  # tau[k]
 N_PAR = P_TAU + N_TAU
 # learning rates (per coded token), in the float32 vector ``rates``
 R_W, R_F, R_AB, R_MATCH, R_TAU = range(5)
-RATES = np.array([0.02, 0.002, 0.004, 0.02, 0.004], dtype=np.float32)
+RATES = np.array([0.02, 0.002, 0.004, 0.02, 0.001], dtype=np.float32)
 
 # int64 state ``ist``
 I_POS, I_MPTR, I_MLEN, I_MTOK, I_NENT, I_MIX, I_TAU, I_LONGEST = range(8)
@@ -181,6 +183,20 @@ def _cell(c, n):
 
 
 @kernel
+def _margin_bucket(d):
+    """Confidence bucket of the margin d (nats) of the top logit over the second: < 0.5, 1, 2, 4, more."""
+    if d < np.float32(0.5):
+        return 0
+    if d < np.float32(1.0):
+        return 1
+    if d < np.float32(2.0):
+        return 2
+    if d < np.float32(4.0):
+        return 3
+    return 4
+
+
+@kernel
 def _entropy_bucket(h):
     if h < np.float32(1.0):
         return 0
@@ -281,11 +297,6 @@ def mix_logits(mode, use_ssm, use_match, calibrate, prior, lg, entropy, lc, V, t
         mlen = ist[I_MLEN] if use_match else np.int64(0)
         if mlen > 0:
             bias[ist[I_MTOK]] += par[P_MATCH + min(mlen, np.int64(MATCH_CAP))]
-        mb = 0 if mlen == 0 else (1 if mlen < 3 else (2 if mlen < 8 else (3 if mlen < 16 else 4)))
-        k = np.int64(mb * N_ENTROPY + eb)
-        ist[I_TAU] = k
-        if calibrate:
-            tau = par[P_TAU + k]
         a = par[P_A + m]
         bw = par[P_B + m]
         if use_ssm:
@@ -294,6 +305,19 @@ def mix_logits(mode, use_ssm, use_match, calibrate, prior, lg, entropy, lc, V, t
         else:
             for v in range(V):
                 z[v] = bw * lc[v] + bias[v]
+        # temperature set: the margin of the top logit over the second (confidence) x SSM entropy
+        top = z[0]
+        second = np.float32(-3.0e38)
+        for v in range(1, V):
+            if z[v] > top:
+                second = top
+                top = z[v]
+            elif z[v] > second:
+                second = z[v]
+        k = np.int64(_margin_bucket(top - second) * N_ENTROPY + eb)
+        ist[I_TAU] = k
+        if calibrate:
+            tau = par[P_TAU + k]
     for v in range(V):
         out[v] = tau * z[v]
 
