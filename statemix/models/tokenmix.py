@@ -16,6 +16,10 @@ Statistics (updated after every token, identically by encoder and decoder):
   tokens) that grows with each agreement.  History is a ring of ``2**HIST_BITS`` tokens.
 - the **frequency prior** lc[v] = ln(1 + count of v) (kept by the ssm model).
 
+Memory (:meth:`State.memory_bytes`): 12 + 8 ``SLOTS`` = 268 bytes per bucket (268 MiB at the
+presets' 2**20 buckets), 16 MiB of history, 8 bytes per match-table entry (2**(table_bits - 2)); it
+does not grow with the input.
+
 Mixing (``Config.mixing``), with s the SSM's logits, H their entropy in nats and
 e = clip(0.4 + 0.6 H / 5.5, 0.2, 2.5) the reference's entropy-adaptive scale:
 
