@@ -7,6 +7,7 @@ and reports how many were tried.
 
 from __future__ import annotations
 
+import io
 import os
 import random
 import subprocess
@@ -32,6 +33,14 @@ from fuzz_campaign import mutations, run_case  # noqa: E402
 @given(st.binary(max_size=3000))
 def test_arbitrary_bytes_round_trip(data):
     assert statemix.decompress(statemix.compress(data)) == data
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=1500), st.text(max_size=300), st.integers(1, 2))
+def test_arbitrary_bytes_round_trip_ssm(noise, text, level):
+    """The ssm model (level 1: count models only; 2: with the SSM); repeated text lets it win."""
+    data = noise + text.encode("utf-8", "surrogatepass") * 4 + noise[:100]
+    assert statemix.decompress(statemix.compress(data, model="ssm", level=level)) == data
 
 
 @settings(max_examples=40, deadline=None)
@@ -62,6 +71,18 @@ def test_mutation_campaign_small():
     for case in mutations(stream, other, rng, flips=300):
         outcomes[run_case(case, original, seconds=20)] += 1
     assert outcomes["error"] > 0 and sum(outcomes.values()) > len(stream) + 300
+
+
+def test_mutation_campaign_ssm():
+    rng = random.Random(2027)
+    original = text_sample(20_000, seed=4) + bytes(range(256))
+    stream = statemix.compress(original, model="ssm", level=1)
+    assert statemix.read_info(io.BytesIO(stream))[0].blocks[0].kind == "modelled"
+    other = statemix.compress(b"another stream " * 50, model="ssm", level=1)
+    outcomes = {"original": 0, "error": 0}
+    for case in mutations(stream, other, rng, flips=200):
+        outcomes[run_case(case, original, seconds=20)] += 1
+    assert outcomes["error"] > 0 and sum(outcomes.values()) > len(stream) + 200
 
 
 def test_two_threads_give_the_same_bytes_as_alone():

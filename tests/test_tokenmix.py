@@ -91,7 +91,7 @@ def test_level_presets_and_table_sizing():
 
 
 @pytest.mark.parametrize("field,value", [("mixing", 3), ("use_ssm", 2), ("match", 2),
-                                         ("calibrate", 2), ("table_bits", 9), ("table_bits", 25)])
+                                         ("calibrate", 2), ("table_bits", 9), ("table_bits", 22)])
 def test_config_rejects_bad_mixing_fields(field, value):
     raw = bytearray(ssm.PRESETS["mix"].to_bytes())
     index = {"mixing": -5, "use_ssm": -4, "match": -3, "calibrate": -2, "table_bits": -1}[field]

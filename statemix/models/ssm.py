@@ -1253,7 +1253,7 @@ class Config:
               and (self.vocab == 256 if self.tokenizer == TOK_BPE else self.merges == 0)
               and self.mixing in (tokenmix.MIX_PRIOR, tokenmix.MIX_REFERENCE, tokenmix.MIX_LEARNED)
               and self.use_ssm in (0, 1) and self.match in (0, 1) and self.calibrate in (0, 1)
-              and 10 <= self.table_bits <= 24)
+              and 10 <= self.table_bits <= 21)
         floats = (self.lr, self.beta1, self.beta2, self.adam_eps, self.clip, self.smoothing,
                   self.prior, self.lr_min, self.lr_half)
         ok = ok and all(np.isfinite(floats))
