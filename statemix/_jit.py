@@ -20,6 +20,7 @@ commands, never for ``--help``.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import tempfile
 from pathlib import Path
@@ -85,3 +86,14 @@ prange = numba.prange
 def set_threads(threads: int) -> None:
     """Use up to ``threads`` worker threads in parallel kernels (never changes any output)."""
     numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
+
+
+@contextlib.contextmanager
+def threads_at_most(threads: int):
+    """Run the block with at most ``threads`` worker threads (this thread's setting; restored after)."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(max(1, min(before, threads)))
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)

@@ -312,3 +312,21 @@ def test_bpe_output_identical_at_one_and_two_threads():
     finally:
         set_threads(1)
     assert outputs[0] == outputs[1]
+
+
+def test_small_vocabularies_run_on_one_thread(monkeypatch):
+    """Byte models run their kernels on one thread (faster; the output is the same), and the
+    caller's thread setting is restored afterwards."""
+    import numba
+
+    seen = []
+    monkeypatch.setattr(ssm.Model, "_run_block", lambda self, *args: seen.append(numba.get_num_threads()) or 0)
+    set_threads(2)
+    try:
+        before = numba.get_num_threads()
+        ssm.Model(ssm.PRESETS["counts"]).learn(b"abc")
+        big = ssm.Model(tiny(vocab=ssm.PARALLEL_MIN_VOCAB))
+        big.learn_tokens(np.zeros(3, dtype=np.int64))
+        assert seen == [1, before] and numba.get_num_threads() == before
+    finally:
+        set_threads(1)
