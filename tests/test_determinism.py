@@ -26,8 +26,8 @@ GOLDEN = {
     "oneshot-2": "088268459c334bf3cc04b46c3fc56b9b45eea68413d938bab48b7212c33f440d",
     "stream-1": "4381d256221f60b9e04443643498bcc32ba1fb64ee9da7556a59471149e5282b",
     "stream-3": "07fb2e24522f8f1403d2c1586067dbf9c8ceaaf055de7e2247cbc8a965523c24",
-    "ssm": "8cb45d8581d594ec26809abaacc1dd7886ac4a63ac027820216f615eeac34ceb",
-    "ssm-1": "68b185206ee68b3cff3a2bb3cac1c510cbbcb7ddb8bcc7881ce7ea4da9660671",
+    "ssm": "f7b0f1e02d996621641341bdc00978fe5116ff67f1793ff6129dbc36af5f99c6",
+    "ssm-1": "246740c0d380b50a58040b0e61d59ef00351fe417198b3d422b40df5fdce6a48",
 }
 
 VARIANTS = {  # name: (environment, needs its own cache)

@@ -98,3 +98,14 @@ def test_config_rejects_bad_mixing_fields(field, value):
     raw[index] = value
     with pytest.raises(ValueError):
         ssm.Config.from_bytes(bytes(raw))
+
+
+def test_initial_parameters_are_the_reference_weights_without_libm():
+    """f starts at lambda ln(1 + c / alpha), correctly rounded (checked against float64 numpy)."""
+    par = tokenmix.initial_parameters()
+    for o in range(tokenmix.N_ORDERS):
+        for qc in range(tokenmix.N_COUNT):
+            x = float(tokenmix._COUNT_TYPICAL[qc] / tokenmix.REF_ALPHA[o])
+            value = par[tokenmix.P_F + o * tokenmix.N_CELL + qc * tokenmix.N_SHARE]
+            assert value == pytest.approx(float(tokenmix.REF_LAMBDA[o]) * np.log1p(x), rel=3e-7)
+    assert np.array_equal(par, tokenmix.initial_parameters())

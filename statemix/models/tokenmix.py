@@ -46,6 +46,8 @@ float32 in a fixed order with :mod:`statemix._fmath`'s exp and log, so it is det
 
 from __future__ import annotations
 
+from decimal import ROUND_HALF_EVEN, Context, Decimal
+
 import numpy as np
 
 from .._fmath import exp32, log32
@@ -98,14 +100,21 @@ _COUNT_TYPICAL = np.array([1, 2, 3, 4, 5.5, 8, 12.5, 24], dtype=np.float32)
 
 
 def initial_parameters() -> np.ndarray:
-    """The learned mixer's starting point: the reference's weights, plain SSM and prior."""
+    """The learned mixer's starting point: the reference's weights, plain SSM and prior.
+
+    f[o, cell] = lambda_o * ln(1 + c / alpha_o) for a typical count c of the cell's count bucket, in
+    float32, with the logarithm computed in ``decimal`` and rounded (no libm: its log1pf is not
+    correctly rounded on every platform, and differed here in 3 of these 72 values).
+    """
+    context = Context(prec=40, rounding=ROUND_HALF_EVEN)
     par = np.zeros(N_PAR, dtype=np.float32)
     par[P_W:P_F] = 1.0
     for o in range(N_ORDERS):
         for qc in range(N_COUNT):
-            value = REF_LAMBDA[o] * np.log1p(_COUNT_TYPICAL[qc] / REF_ALPHA[o])
+            x = _COUNT_TYPICAL[qc] / REF_ALPHA[o]  # float32 division
+            ln = np.float32(float(context.ln(context.add(Decimal(1), Decimal(float(x))))))
             start = P_F + o * N_CELL + qc * N_SHARE
-            par[start:start + N_SHARE] = value
+            par[start:start + N_SHARE] = REF_LAMBDA[o] * ln
     par[P_A:P_B] = 1.0
     par[P_B:P_MATCH] = 0.1
     par[P_MATCH:P_TAU] = np.minimum(0.5 * np.arange(MATCH_CAP + 1), 4.0)
@@ -114,7 +123,7 @@ def initial_parameters() -> np.ndarray:
 
 
 class State:
-    """Tables, history and learned parameters of one stream (sizes in the docstring of each)."""
+    """Tables, history and learned parameters of one stream (memory: :meth:`memory_bytes`)."""
 
     def __init__(self, V: int, table_bits: int, orders: np.ndarray = ORDERS):
         nb = 1 << table_bits
@@ -145,9 +154,10 @@ class State:
                 + 8 * V + 4 * N_PAR)
 
     def arrays(self):
-        return (self.orders, self.keys, self.totals, self.tokens, self.counts, self.history, self.match_table,
-                self.ist, self.par, self.rates, self.ent_tok, self.ent_ord, self.ent_cell, self.ent_cnt, self.bucket,
-                self.ctx, self.bias, self.z)
+        """The state as the tuple the kernels take (order fixed: see their unpacking)."""
+        return (self.orders, self.keys, self.totals, self.tokens, self.counts, self.history,
+                self.match_table, self.ist, self.par, self.rates, self.ent_tok, self.ent_ord,
+                self.ent_cell, self.ent_cnt, self.bucket, self.ctx, self.bias, self.z)
 
 
 @kernel
