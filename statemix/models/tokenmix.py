@@ -69,11 +69,13 @@ MATCH_CAP = 15  # match length buckets 0..15 (longer counts as 15)
 RECENCY = 64  # reference recency window (tokens)
 
 # learned mixing: parameter sets and their offsets in the float32 vector ``par``
-N_ENTROPY = 4  # SSM entropy buckets: H < 1, < 2.5, < 4, >= 4 nats
+ENTROPY_EDGES = np.array([1.0, 2.5, 4.0], dtype=np.float32)  # SSM entropy buckets (nats)
+N_ENTROPY = ENTROPY_EDGES.size + 1
+MARGIN_EDGES = np.array([0.5, 1.0, 2.0, 4.0], dtype=np.float32)  # top-logit margin buckets (nats)
 N_MIX = 2 * (N_ORDERS + 1) * N_ENTROPY
 N_COUNT, N_SHARE = 8, 9
 N_CELL = N_COUNT * N_SHARE
-N_TAU = 5 * N_ENTROPY
+N_TAU = (MARGIN_EDGES.size + 1) * N_ENTROPY
 P_W = 0  # w[m, o]
 P_F = P_W + N_MIX * N_ORDERS  # f[o, cell]
 P_A = P_F + N_ORDERS * N_CELL  # a[m]
@@ -197,28 +199,13 @@ def _cell(c, n):
 
 
 @kernel
-def _margin_bucket(d):
-    """Confidence bucket of the margin d (nats) of the top logit over the second: < 0.5, 1, 2, 4, more."""
-    if d < np.float32(0.5):
-        return 0
-    if d < np.float32(1.0):
-        return 1
-    if d < np.float32(2.0):
-        return 2
-    if d < np.float32(4.0):
-        return 3
-    return 4
-
-
-@kernel
-def _entropy_bucket(h):
-    if h < np.float32(1.0):
-        return 0
-    if h < np.float32(2.5):
-        return 1
-    if h < np.float32(4.0):
-        return 2
-    return 3
+def _bucket(x, edges):
+    """How many of the increasing ``edges`` are <= x."""
+    n = 0
+    for edge in edges:
+        if x >= edge:
+            n += 1
+    return n
 
 
 @kernel
@@ -302,7 +289,7 @@ def mix_logits(mode, use_ssm, use_match, calibrate, prior, lg, entropy, lc, V, t
             s = lg[v] if use_ssm else F0
             z[v] = s + e * (np.float32(0.1) * lc[v] + bias[v])
     else:
-        eb = _entropy_bucket(entropy) if use_ssm else 0
+        eb = _bucket(entropy, ENTROPY_EDGES) if use_ssm else 0
         m = np.int64(ist[I_LONGEST] * N_ENTROPY + eb)
         ist[I_MIX] = m
         for i in range(ne):
@@ -328,7 +315,7 @@ def mix_logits(mode, use_ssm, use_match, calibrate, prior, lg, entropy, lc, V, t
                 top = z[v]
             elif z[v] > second:
                 second = z[v]
-        k = np.int64(_margin_bucket(top - second) * N_ENTROPY + eb)
+        k = np.int64(_bucket(top - second, MARGIN_EDGES) * N_ENTROPY + eb)
         ist[I_TAU] = k
         if calibrate:
             tau = par[P_TAU + k]
