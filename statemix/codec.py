@@ -3,8 +3,9 @@
 :class:`Compressor` cuts its input into blocks of ``container.BLOCK_SIZE`` bytes and codes each with
 the stream's model and with zstandard (level 19); the smallest of the model's code word, the
 zstandard frame and the data itself is written (the model learns every block either way, and the
-decoder replays a block that was not modelled).  So no block costs more than zstd -19 or storing.  :class:`Decompressor` reads one stream, in any
-pieces, and releases a block's data only after its CRC32 matched.
+decoder replays a block that was not modelled).  So no block costs more than zstd -19 or storing.
+:class:`Decompressor` reads one stream, in any pieces, and releases a block's data only after its
+CRC32 matched.
 
 Both objects hold a model whose memory is fixed by the stream's configuration (see
 ``statemix.models``); a Compressor additionally buffers at most one block of input and a

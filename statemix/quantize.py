@@ -7,12 +7,13 @@ Every symbol gets a frequency of at least 1, so any symbol can be coded whatever
   bit 1 out of 2**16 (clamped to ``[1, 65535]``).
 - :func:`quantize_distribution`: a float distribution over ``n`` symbols becomes ``n`` frequencies
   summing to exactly ``2**total_bits``: ``f_i = 1 + floor(p_i * (2**total_bits - n) / sum(p))``, and
-  the rounding remainder goes to the most probable symbol (the first one on ties).
+  the rounding remainder goes to the most probable symbol (the first one on ties).  The sum is taken
+  left to right, so the result is a fixed function of the float inputs.
 - :func:`assign_frequencies`: the last step of the above for unnormalised weights and a scale chosen by
-  the caller (the ssm model uses it on its float32 softmax numerators).  The sum is taken
-  left to right, so the result is a fixed function of the float inputs.  With ``total_bits = 30`` and
-  ``n = 65,536`` the minimum frequencies take ``2**-14`` of the probability mass (under 1e-4 bits per
-  symbol).
+  the caller (the ssm model uses it on its float32 softmax numerators).
+
+With ``total_bits = 30`` and ``n = 65,536`` the minimum frequencies take ``2**-14`` of the probability
+mass (under 1e-4 bits per symbol).
 """
 
 from __future__ import annotations

@@ -61,6 +61,7 @@ across independent outputs.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from dataclasses import dataclass, replace
 
@@ -1166,8 +1167,8 @@ MAX_BPE_MERGES = 65536 - 256  # V = 256 + merges must stay <= 65536
 class Config:
     """Options of the ssm model; all change the output and are recorded in the stream header.
 
-    ``preset``: which named preset this started from (1 reference, 2 default, 3 bpe, 4 mix, 5 counts, 0 custom;
-    informative).
+    ``preset``: which named preset this started from (1 reference, 2 default, 3 bpe, 4 mix,
+    5 counts, 0 custom; informative).
     ``vocab``: V, the token alphabet (256 for bytes).  ``d_model``, ``expand`` (inner width E =
     expand * d_model), ``d_state`` (N), ``conv`` (K), ``layers`` (L): the architecture.
     ``chunk``: T, tokens per training chunk.  ``bptt``: 1 = gradients flow through the recurrence and
@@ -1511,8 +1512,8 @@ class Model:
     def _run(self, mode: int, tokens: np.ndarray, coded: np.ndarray, trace: np.ndarray) -> int:
         # below PARALLEL_MIN_VOCAB a chunk's parallel regions are too small to pay for a second
         # thread (enwik8 100 kB, preset mix: 7.4 KB/s at -T 1, 1.7 KB/s at -T 2 on 2 busy cores)
-        threads = 1 if self.model_config.vocab < PARALLEL_MIN_VOCAB else 1 << 16
-        with threads_at_most(threads):
+        small = self.model_config.vocab < PARALLEL_MIN_VOCAB
+        with threads_at_most(1) if small else contextlib.nullcontext():
             return self._run_block(mode, tokens, coded, trace)
 
     def _run_block(self, mode: int, tokens: np.ndarray, coded: np.ndarray, trace: np.ndarray) -> int:

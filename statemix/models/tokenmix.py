@@ -135,7 +135,7 @@ class State:
         self.tokens = np.zeros((nb, SLOTS), dtype=np.int32)
         self.counts = np.zeros((nb, SLOTS), dtype=np.int32)  # 0 = free slot
         self.history = np.zeros(1 << HIST_BITS, dtype=np.int32)
-        self.match_table = np.zeros(1 << max(table_bits - 2, 10), dtype=np.int64)  # position + 1
+        self.match_table = np.zeros(1 << _match_bits(table_bits), dtype=np.int64)  # position + 1
         self.ist = np.zeros(IST_SIZE, dtype=np.int64)
         self.par = initial_parameters()
         self.rates = RATES.copy()
@@ -152,7 +152,7 @@ class State:
     @staticmethod
     def memory_bytes(V: int, table_bits: int) -> int:
         nb = 1 << table_bits
-        return (nb * (12 + 8 * SLOTS) + 4 * (1 << HIST_BITS) + 8 * (1 << max(table_bits - 2, 10))
+        return (nb * (12 + 8 * SLOTS) + 4 * (1 << HIST_BITS) + 8 * (1 << _match_bits(table_bits))
                 + 8 * V + 4 * N_PAR)
 
     def arrays(self):
@@ -181,9 +181,21 @@ def _context_hashes(orders, history, pos, ctx):
 
 
 @kernel
+def _match_bits(table_bits):
+    """log2 of the match table's entries: a quarter of the n-gram buckets, at least 2**10."""
+    return max(table_bits - 2, 10)
+
+
+@kernel
+def _home(key, bits):
+    """The first of the two buckets a context key may occupy (the other is this one xor 1)."""
+    return (key >> np.int64(64 - bits)) & ((np.int64(1) << bits) - 1)
+
+
+@kernel
 def _find(keys, key, bits):
     """Bucket of ``key`` (one of two probes), or -1."""
-    b = (key >> np.int64(64 - bits)) & ((np.int64(1) << bits) - 1)
+    b = _home(key, bits)
     if keys[b] == key:
         return b
     if keys[b ^ 1] == key:
@@ -216,8 +228,8 @@ def gather(ts, bits):
     ist[I_LONGEST] (2 x (1 + the longest order with statistics) + 1 if that context has seen one
     token only; 0 if no context has statistics).
     """
-    (orders, keys, totals, tokens, counts, history, match_table, ist, par, rates, ent_tok, ent_ord, ent_cell, ent_cnt,
-     bucket, ctx, bias, z) = ts
+    (orders, keys, totals, tokens, counts, history, match_table, ist, par, rates, ent_tok, ent_ord,
+     ent_cell, ent_cnt, bucket, ctx, bias, z) = ts
     _context_hashes(orders, history, ist[I_POS], ctx)
     ne = 0
     longest = 0
@@ -243,30 +255,30 @@ def gather(ts, bits):
                 ne += 1
         deterministic = 1 if ne - first == 1 else 0
     ist[I_NENT] = ne
-    ist[I_LONGEST] = 2 * longest + (deterministic if longest > 0 else 0)
+    ist[I_LONGEST] = 2 * longest + deterministic
 
 
 @kernel
 def mix_logits(mode, use_ssm, use_match, calibrate, prior, lg, entropy, lc, V, ts, out):
-    """Write the final logits into ``out[:V]`` (z times tau) and keep z in ``ts``'s z.
+    """Write the coded logits into ``out[:V]``: z, or tau z when calibrating (then z is kept in
+    ``ts``'s z for :func:`learn`).
 
-    ``lg``: SSM logits (ignored without the SSM); ``entropy``: their entropy in nats (0 without);
-    ``lc``: the frequency prior.  Returns nothing; ``ist`` records the chosen weight sets.
+    ``lg``: SSM logits (ignored without the SSM); ``entropy``: their entropy in nats (ln V without);
+    ``lc``: the frequency prior.  ``ist`` records the chosen weight sets.
     """
-    (orders, keys, totals, tokens, counts, history, match_table, ist, par, rates, ent_tok, ent_ord, ent_cell, ent_cnt,
-     bucket, ctx, bias, z) = ts
+    (orders, keys, totals, tokens, counts, history, match_table, ist, par, rates, ent_tok, ent_ord,
+     ent_cell, ent_cnt, bucket, ctx, bias, z) = ts
     e = np.float32(0.4) + np.float32(0.6) * entropy / np.float32(5.5)
     e = min(max(e, np.float32(0.2)), np.float32(2.5))
     ne = ist[I_NENT]
-    tau = F1
     if mode == MIX_PRIOR:
         w = prior * e
         if use_ssm:
             for v in range(V):
-                z[v] = lg[v] + w * lc[v]
+                out[v] = lg[v] + w * lc[v]
         else:
             for v in range(V):
-                z[v] = w * lc[v]
+                out[v] = w * lc[v]
     elif mode == MIX_REFERENCE:
         for i in range(ne):
             o = ent_ord[i]
@@ -287,7 +299,7 @@ def mix_logits(mode, use_ssm, use_match, calibrate, prior, lg, entropy, lc, V, t
             bias[history[(pos - 1 - i) & mask]] += np.float32(0.05) * exp32(np.float32(-3.0) * age)
         for v in range(V):
             s = lg[v] if use_ssm else F0
-            z[v] = s + e * (np.float32(0.1) * lc[v] + bias[v])
+            out[v] = s + e * (np.float32(0.1) * lc[v] + bias[v])
     else:
         eb = _bucket(entropy, ENTROPY_EDGES) if use_ssm else 0
         m = np.int64(ist[I_LONGEST] * N_ENTROPY + eb)
@@ -302,53 +314,54 @@ def mix_logits(mode, use_ssm, use_match, calibrate, prior, lg, entropy, lc, V, t
         bw = par[P_B + m]
         if use_ssm:
             for v in range(V):
-                z[v] = a * lg[v] + bw * lc[v] + bias[v]
+                out[v] = a * lg[v] + bw * lc[v] + bias[v]
         else:
             for v in range(V):
-                z[v] = bw * lc[v] + bias[v]
-        # temperature set: the margin of the top logit over the second (confidence) x SSM entropy
-        top = z[0]
-        second = np.float32(-3.0e38)
-        for v in range(1, V):
-            if z[v] > top:
-                second = top
-                top = z[v]
-            elif z[v] > second:
-                second = z[v]
-        k = np.int64(_bucket(top - second, MARGIN_EDGES) * N_ENTROPY + eb)
-        ist[I_TAU] = k
+                out[v] = bw * lc[v] + bias[v]
         if calibrate:
+            # temperature set: the margin of the top logit over the second (confidence) x SSM entropy
+            top = out[0]
+            second = np.float32(-3.0e38)
+            for v in range(1, V):
+                if out[v] > top:
+                    second = top
+                    top = out[v]
+                elif out[v] > second:
+                    second = out[v]
+            k = np.int64(_bucket(top - second, MARGIN_EDGES) * N_ENTROPY + eb)
+            ist[I_TAU] = k
             tau = par[P_TAU + k]
-    for v in range(V):
-        out[v] = tau * z[v]
+            for v in range(V):
+                z[v] = out[v]
+                out[v] = tau * z[v]
 
 
 @kernel
 def learn(mode, use_ssm, use_match, calibrate, lg, lc, V, probs, sym, ts):
     """One gradient step of the learned mixer on -ln probs[sym] (``probs``: the coded softmax)."""
-    (orders, keys, totals, tokens, counts, history, match_table, ist, par, rates, ent_tok, ent_ord, ent_cell, ent_cnt,
-     bucket, ctx, bias, z) = ts
+    (orders, keys, totals, tokens, counts, history, match_table, ist, par, rates, ent_tok, ent_ord,
+     ent_cell, ent_cnt, bucket, ctx, bias, z) = ts
     ne = ist[I_NENT]
     if mode == MIX_LEARNED:
         m = ist[I_MIX]
         k = ist[I_TAU]
         tau = par[P_TAU + k] if calibrate else F1
-        gs = F0
-        gl = F0
-        gz = F0
-        for v in range(V):
-            gl += probs[v] * lc[v]
-            gz += probs[v] * z[v]
         if use_ssm:
+            gs = F0
             for v in range(V):
                 gs += probs[v] * lg[v]
             gs -= lg[sym]
-        gl -= lc[sym]
-        gz -= z[sym]
-        if use_ssm:
             par[P_A + m] -= rates[R_AB] * tau * gs
+        gl = F0
+        for v in range(V):
+            gl += probs[v] * lc[v]
+        gl -= lc[sym]
         par[P_B + m] -= rates[R_AB] * tau * gl
         if calibrate:
+            gz = F0
+            for v in range(V):
+                gz += probs[v] * z[v]
+            gz -= z[sym]
             par[P_TAU + k] = max(par[P_TAU + k] - rates[R_TAU] * gz, np.float32(0.05))
         for i in range(ne):
             t = ent_tok[i]
@@ -383,15 +396,15 @@ def learn(mode, use_ssm, use_match, calibrate, lg, lc, V, probs, sym, ts):
 @kernel
 def update(sym, bits, ts):
     """Count ``sym`` in every context of ``gather``, append it to the history, move the match model."""
-    (orders, keys, totals, tokens, counts, history, match_table, ist, par, rates, ent_tok, ent_ord, ent_cell, ent_cnt,
-     bucket, ctx, bias, z) = ts
+    (orders, keys, totals, tokens, counts, history, match_table, ist, par, rates, ent_tok, ent_ord,
+     ent_cell, ent_cnt, bucket, ctx, bias, z) = ts
     for o in range(N_ORDERS):
         key = ctx[o]
         if key == 0:
             continue
         b = bucket[o]
         if b < 0:
-            b0 = (key >> np.int64(64 - bits)) & ((np.int64(1) << bits) - 1)
+            b0 = _home(key, bits)
             b = b0 if totals[b0] <= totals[b0 ^ 1] else b0 ^ 1
             keys[b] = key
             totals[b] = 0
@@ -434,14 +447,14 @@ def update(sym, bits, ts):
         h = np.int64(0)
         for back in range(1, MATCH_MIN + 1):
             h = (h + np.int64(history[(pos - back) & mask]) + 1) * HASH_MUL
-        mbits = _log2(match_table.shape[0])
-        slot_m = (h >> np.int64(64 - mbits)) & ((np.int64(1) << mbits) - 1)
+        slot_m = _home(h, _match_bits(bits))
         if ist[I_MLEN] == 0:
             cand = match_table[slot_m]
             if cand > 0 and pos - cand < mask:
                 # verify backwards: the match length is the number of agreeing tokens (at most 32)
                 n = 0
-                while n < 32 and cand - 1 - n >= 0 and history[(cand - 1 - n) & mask] == history[(pos - 1 - n) & mask]:
+                while (n < 32 and cand - 1 - n >= 0
+                       and history[(cand - 1 - n) & mask] == history[(pos - 1 - n) & mask]):
                     n += 1
                 if n >= MATCH_MIN:
                     ist[I_MLEN] = n
@@ -452,11 +465,3 @@ def update(sym, bits, ts):
             ist[I_MLEN] = 0
         else:
             ist[I_MTOK] = history[ist[I_MPTR] & mask]
-
-
-@kernel
-def _log2(n):
-    b = 0
-    while (np.int64(1) << (b + 1)) <= n:
-        b += 1
-    return np.int64(b)
