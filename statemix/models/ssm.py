@@ -19,7 +19,7 @@ same without the SSM: level 1).
 
 Speed notes: loops index slices from 0 (a view per row) so LLVM can drop numba's negative-index
 wrap-around and vectorize; the head products of a chunk run in blocks of ``HEAD_BLOCK`` tokens so the
-block's weights stay in cache; rows and positions are unrolled by 8 and 4 with the additions kept in
+block's weights stay in cache; rows and positions are unrolled by 8 with the additions kept in
 one fixed order (``((g + a0 w0) + a1 w1) + ...``, the same bits as one row at a time).
 
 Glossary (code name -> symbol, shape)::
@@ -428,7 +428,7 @@ def _fwd_head(P, off, sz, acts, t, v0, v1, lanes):
     oh = off[g + HEAD]
     for v in range(n):
         lg[v] = F0
-    # eight or four rows per pass: the same additions in the same order as one row at a time
+    # eight rows per pass (the rest one at a time): the same additions in the same order
     d = 0
     while d + 8 <= D:
         a0 = a[d]
@@ -452,18 +452,6 @@ def _fwd_head(P, off, sz, acts, t, v0, v1, lanes):
             lg[v] = (((((((lg[v] + w0[v] * a0) + w1[v] * a1) + w2[v] * a2) + w3[v] * a3)
                        + w4[v] * a4) + w5[v] * a5) + w6[v] * a6) + w7[v] * a7
         d += 8
-    while d + 4 <= D:
-        a0 = a[d]
-        a1 = a[d + 1]
-        a2 = a[d + 2]
-        a3 = a[d + 3]
-        w0 = P[oh + d * V + v0:oh + d * V + v1]
-        w1 = P[oh + (d + 1) * V + v0:oh + (d + 1) * V + v1]
-        w2 = P[oh + (d + 2) * V + v0:oh + (d + 2) * V + v1]
-        w3 = P[oh + (d + 3) * V + v0:oh + (d + 3) * V + v1]
-        for v in range(n):
-            lg[v] = (((lg[v] + w0[v] * a0) + w1[v] * a1) + w2[v] * a2) + w3[v] * a3
-        d += 4
     while d < D:
         ad = a[d]
         w = P[oh + d * V + v0:oh + d * V + v1]
@@ -870,7 +858,7 @@ def backward_chunk(P, Aneg, off, sz, hy, acts, grads, tin, tout, G):
         nv = v1 - v0
         for d in range(D):
             gw = G[oh + d * V + v0:oh + d * V + v1]
-            # eight or four positions per pass: the same additions in the same order as one at a time
+            # eight positions per pass (the rest one at a time): the same additions in the same order
             t = 0
             while t + 8 <= T:
                 a0 = an[L, t, d]
@@ -893,18 +881,6 @@ def backward_chunk(P, Aneg, off, sz, hy, acts, grads, tin, tout, G):
                     gw[v] = (((((((gw[v] + a0 * g0[v]) + a1 * g1[v]) + a2 * g2[v]) + a3 * g3[v])
                                + a4 * g4[v]) + a5 * g5[v]) + a6 * g6[v]) + a7 * g7[v]
                 t += 8
-            while t + 4 <= T:
-                a0 = an[L, t, d]
-                a1 = an[L, t + 1, d]
-                a2 = an[L, t + 2, d]
-                a3 = an[L, t + 3, d]
-                g0 = glog[t, v0:v1]
-                g1 = glog[t + 1, v0:v1]
-                g2 = glog[t + 2, v0:v1]
-                g3 = glog[t + 3, v0:v1]
-                for v in range(nv):
-                    gw[v] = (((gw[v] + a0 * g0[v]) + a1 * g1[v]) + a2 * g2[v]) + a3 * g3[v]
-                t += 4
             while t < T:
                 a = an[L, t, d]
                 gl = glog[t, v0:v1]
