@@ -69,15 +69,23 @@ def test_config_rejects_wrong_length():
 
 # ---- kernels against the naive reference ---------------------------------------------------------
 
-def test_forward_matches_naive_and_coding_pass():
-    config = tiny()
+# sizes that exercise the kernels' special paths: several HEAD_BLOCKs with a V that is not a multiple
+# of the unrolling; a d_model and a chunk that are not multiples of 8 (the one-at-a-time tails)
+KERNEL_CONFIGS = {"tiny": {}, "blocked head": dict(vocab=2 * ssm.HEAD_BLOCK + 37),
+                  "odd sizes": dict(d_model=12, chunk=13)}
+
+
+@pytest.mark.parametrize("changes", KERNEL_CONFIGS.values(), ids=KERNEL_CONFIGS.keys())
+def test_forward_matches_naive_and_coding_pass(changes):
+    """The chunk's forward pass agrees with the naive reference and, bit for bit, with the
+    token-by-token coding pass."""
+    config = tiny(**changes)
     m = prepared_model(config)
     h0, x0 = start_state(m, config)
     ssm.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
     logits = m.acts[15].copy()
     ref, _ = naive.forward(m.P, config, m.tin, h0, x0)
     np.testing.assert_allclose(logits, ref, rtol=2e-4, atol=2e-5)
-    # the token-by-token coding pass computes the very same bits
     lanes = np.empty(ssm.LANES, dtype=np.float32)
     for t in range(config.chunk):
         ssm.forward_position(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin, t, lanes)
@@ -86,18 +94,29 @@ def test_forward_matches_naive_and_coding_pass():
     np.testing.assert_allclose(probs.sum(1), 1.0, rtol=1e-5)
 
 
-@pytest.mark.parametrize("bptt", [0, 1])
-def test_backward_matches_naive_gradient_and_finite_differences(bptt):
-    config = tiny(bptt=bptt)
+def kernel_and_naive_gradients(config):
     m = prepared_model(config)
     h0, x0 = start_state(m, config)
     ssm.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
     ssm.backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout, m.G)
-    analytic = naive.gradient(m.P, config, m.tin, m.tout, h0, x0, bptt=bool(bptt))
-    # kernel (float32) against the naive analytic gradient (float64)
+    analytic = naive.gradient(m.P, config, m.tin, m.tout, h0, x0, bptt=bool(config.bptt))
+    return m, h0, x0, analytic
+
+
+@pytest.mark.parametrize("changes", KERNEL_CONFIGS.values(), ids=KERNEL_CONFIGS.keys())
+def test_backward_matches_naive_gradient(changes):
+    """Kernel (float32) against the naive analytic gradient (float64)."""
+    m, _, _, analytic = kernel_and_naive_gradients(tiny(**changes))
     scale = np.abs(analytic).max()
     np.testing.assert_allclose(m.G, analytic, rtol=2e-3, atol=2e-5 * scale)
-    # naive analytic gradient against float64 finite differences of the naive loss
+
+
+@pytest.mark.parametrize("bptt", [0, 1])
+def test_naive_gradient_matches_finite_differences(bptt):
+    config = tiny(bptt=bptt)
+    m, h0, x0, analytic = kernel_and_naive_gradients(config)
+    scale = np.abs(analytic).max()
+    np.testing.assert_allclose(m.G, analytic, rtol=2e-3, atol=2e-5 * scale)
     detached = None
     if not bptt:
         _, cache = naive.forward(m.P, config, m.tin, h0, x0)
@@ -109,26 +128,6 @@ def test_backward_matches_naive_gradient_and_finite_differences(bptt):
     indices = np.unique(np.concatenate([indices, off[:-1] + 1]))
     numeric = naive.numeric_gradient(m.P, config, m.tin, m.tout, h0, x0, indices, detached)
     np.testing.assert_allclose(analytic[indices], numeric, rtol=1e-5, atol=1e-8)
-
-
-def test_blocked_head_matches_naive_for_a_large_vocabulary():
-    """V over several HEAD_BLOCKs (and not a multiple of the unrolling): the blocked head products
-    of the chunk agree with the naive reference and, for the logits, bit for bit with the coding pass."""
-    config = tiny(vocab=2 * ssm.HEAD_BLOCK + 37)
-    m = prepared_model(config)
-    h0, x0 = start_state(m, config)
-    ssm.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
-    logits = m.acts[15].copy()
-    ref, _ = naive.forward(m.P, config, m.tin, h0, x0)
-    np.testing.assert_allclose(logits, ref, rtol=2e-4, atol=2e-5)
-    lanes = np.empty(ssm.LANES, dtype=np.float32)
-    for t in range(config.chunk):
-        ssm.forward_position(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin, t, lanes)
-    assert np.array_equal(m.acts[15], logits)
-    ssm.backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout, m.G)
-    analytic = naive.gradient(m.P, config, m.tin, m.tout, h0, x0, bptt=True)
-    scale = np.abs(analytic).max()
-    np.testing.assert_allclose(m.G, analytic, rtol=2e-3, atol=2e-5 * scale)
 
 
 def test_bptt_differs_from_one_step():
