@@ -169,8 +169,9 @@ def _hash(key, mask):
 
 
 @kernel
-def _grow32(arr, size):
-    out = np.empty(size, dtype=np.int32)
+def _grow(arr, size):
+    """A copy of ``arr`` enlarged to ``size`` entries (the new ones 0)."""
+    out = np.zeros(size, dtype=arr.dtype)
     out[: arr.shape[0]] = arr
     return out
 
@@ -329,7 +330,7 @@ def _encode_block(data, left, right, lengths, keys, ranks, byte_rank, out, stats
             e = head[r]
             while e != -1:
                 if count == scratch.shape[0]:
-                    scratch = _grow32(scratch, 2 * count)
+                    scratch = _grow(scratch, 2 * count)
                 scratch[count] = pool_pos[e]
                 count += 1
                 e = pool_next[e]
@@ -358,8 +359,8 @@ def _encode_block(data, left, right, lengths, keys, ranks, byte_rank, out, stats
                 if r2 >= 0:
                     if used == capacity:
                         capacity = capacity + capacity // 2 + 64
-                        pool_pos = _grow32(pool_pos, capacity)
-                        pool_next = _grow32(pool_next, capacity)
+                        pool_pos = _grow(pool_pos, capacity)
+                        pool_next = _grow(pool_next, capacity)
                     pool_pos[used] = p
                     pool_next[used] = head[r2]
                     head[r2] = used
@@ -369,8 +370,8 @@ def _encode_block(data, left, right, lengths, keys, ranks, byte_rank, out, stats
                 if r1 >= 0:
                     if used == capacity:
                         capacity = capacity + capacity // 2 + 64
-                        pool_pos = _grow32(pool_pos, capacity)
-                        pool_next = _grow32(pool_next, capacity)
+                        pool_pos = _grow(pool_pos, capacity)
+                        pool_next = _grow(pool_next, capacity)
                     pool_pos[used] = x
                     pool_next[used] = head[r1]
                     head[r1] = used
@@ -484,14 +485,10 @@ def _count_occurrence(key, at, pairs, occ, sz):
         if npairs == sz[Z_PCAP]:  # grow the pair arrays and the table
             pcap = 2 * sz[Z_PCAP]
             sz[Z_PCAP] = pcap
-            pkey2 = np.empty(pcap, dtype=np.int64)
-            pkey2[:npairs] = pkey[:npairs]
-            pkey = pkey2
-            pcount = _grow32(pcount, pcap)
-            phead = _grow32(phead, pcap)
-            pt2 = np.zeros(pcap, dtype=np.int8)
-            pt2[:npairs] = ptouched[:npairs]
-            ptouched = pt2
+            pkey = _grow(pkey, pcap)
+            pcount = _grow(pcount, pcap)
+            phead = _grow(phead, pcap)
+            ptouched = _grow(ptouched, pcap)
             hmask = 2 * hmask + 1
             sz[Z_HMASK] = hmask
             hkeys = np.full(hmask + 1, -1, dtype=np.int64)
@@ -517,8 +514,8 @@ def _count_occurrence(key, at, pairs, occ, sz):
     if nocc == sz[Z_OCAP]:
         ocap = sz[Z_OCAP] + sz[Z_OCAP] // 2 + 64
         sz[Z_OCAP] = ocap
-        opos = _grow32(opos, ocap)
-        onext = _grow32(onext, ocap)
+        opos = _grow(opos, ocap)
+        onext = _grow(onext, ocap)
     opos[nocc] = at
     onext[nocc] = phead[pi]
     phead[pi] = nocc
@@ -527,7 +524,7 @@ def _count_occurrence(key, at, pairs, occ, sz):
         ptouched[pi] = 1
         ntouched = sz[Z_NTOUCHED]
         if ntouched == touched.shape[0]:
-            touched = _grow32(touched, 2 * ntouched)
+            touched = _grow(touched, 2 * ntouched)
         touched[ntouched] = pi
         sz[Z_NTOUCHED] = ntouched + 1
     return (hkeys, hidx, pkey, pcount, phead, ptouched), (opos, onext, touched)
@@ -658,7 +655,7 @@ def _train(ids, lengths0, first0, last0, n_merges, min_count, allowed, max_len, 
             p = opos[e]
             if ids[p] == a and nxt[p] != -1 and ids[nxt[p]] == b:
                 if count == scratch.shape[0]:
-                    scratch = _grow32(scratch, 2 * count)
+                    scratch = _grow(scratch, 2 * count)
                 scratch[count] = p
                 count += 1
             e = onext[e]
