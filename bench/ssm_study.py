@@ -50,6 +50,8 @@ from statemix import tokenizer  # noqa: E402
 from statemix._jit import set_threads  # noqa: E402
 from statemix._varint import encode_varint  # noqa: E402
 from statemix.models import ssm  # noqa: E402
+from tokenizer_study import GENERAL  # noqa: E402
+from tokenizer_study import strategy_vocabulary as study_vocabulary  # noqa: E402
 
 HEADER_ESTIMATE = 5 + 3 + 1 + 13 + 12  # magic/version/record length, model id, block header, trailer
 
@@ -76,28 +78,15 @@ def build_config(args) -> ssm.Config:
 
 
 BLOCK = 1 << 20  # the container's block size: the codec hands the model 1 MiB blocks
-GENERAL = Path(__file__).resolve().parent.parent / "data" / "general-v1.vocab"
-
-
-def _count(text: str) -> int:
-    """'256' -> 256, '4k' -> 4096."""
-    return int(text[:-1]) * 1024 if text.endswith("k") else int(text)
-
-
 def strategy_vocabulary(strategy: str, first_block: bytes) -> tuple[tokenizer.Vocabulary, int]:
-    """(vocabulary, header bytes) of a ``--vocab`` strategy."""
-    if strategy.startswith("G"):
-        general = tokenizer.Vocabulary.from_bytes(GENERAL.read_bytes())
-        return general.prefix(_count(strategy[1:])), 1
-    if strategy == "auto":
-        merges = tokenizer.default_merges(len(first_block))
-    elif strategy.startswith("P"):
-        merges = _count(strategy[1:])
-    else:
-        raise SystemExit(f"unknown vocabulary strategy {strategy!r}")
-    vocab = tokenizer.train(first_block, merges, split=tokenizer.SPLIT_WORDS)
-    raw = vocab.to_bytes()
-    return vocab, len(raw) + len(encode_varint(len(raw)))
+    """(vocabulary, header bytes) of a ``--vocab`` strategy: tokenizer_study's, P always with the
+    word pre-split, and a stored vocabulary preceded by its length as the model's own path does."""
+    general = tokenizer.Vocabulary.from_bytes(GENERAL.read_bytes()) if strategy.startswith("G") else None
+    name = strategy if strategy == "auto" or strategy.startswith("G") else strategy + "/split"
+    vocab, header, _ = study_vocabulary(name, first_block, general)
+    if general is None:
+        header += len(encode_varint(header))
+    return vocab, header
 
 
 def run_strategy(config: ssm.Config, data: bytes, strategy: str, verify: bool) -> dict:

@@ -150,38 +150,36 @@ def best_time(fn, repeats: int = 3) -> tuple[float, object]:
     return best, result
 
 
-def _count(text: str) -> int:
+def merge_count(text: str) -> int:
     """'256' -> 256, '4k' -> 4096."""
     return int(text[:-1]) * 1024 if text.endswith("k") else int(text)
+
+
+def strategy_vocabulary(strategy: str, data: bytes, general: tokenizer.Vocabulary | None):
+    """(vocabulary, header bytes, strategy with ``auto`` resolved) of a strategy name (see above)."""
+    if strategy == "auto":
+        strategy = f"P{tokenizer.default_merges(len(data))}/split"
+    if strategy == "bytes":
+        return tokenizer.Vocabulary(np.zeros((0, 2), dtype=np.int32)), 0, strategy
+    if strategy.startswith("G") and "+" not in strategy:
+        return general.prefix(merge_count(strategy[1:])), 1, strategy  # 1 byte: which shipped one
+    split = tokenizer.SPLIT_WORDS if strategy.endswith("/split") else tokenizer.SPLIT_NONE
+    core = strategy.split("/")[0]
+    base = None
+    if "+" in core:
+        base = general.prefix(merge_count(core[1 : core.index("+")]))
+        core = core[core.index("+") + 1 :]
+    vocab = tokenizer.train(data, merge_count(core[1:]), base=base, split=split)
+    return vocab, len(vocab.to_bytes()) + (1 if base is not None else 0), strategy
 
 
 def measure(name: str, data: bytes, strategy: str, general: tokenizer.Vocabulary | None) -> dict:
     n = len(data)
     auto = strategy == "auto"
-    train_s = 0.0
-    header = 0
-    if strategy == "auto":
-        strategy = f"P{tokenizer.default_merges(n)}/split"
-    if strategy == "bytes":
-        vocab = tokenizer.Vocabulary(np.zeros((0, 2), dtype=np.int32))
-    elif strategy.startswith("G") and "+" not in strategy:
-        vocab = general.prefix(_count(strategy[1:]))
-        header = 1  # which shipped vocabulary
-    else:
-        split = tokenizer.SPLIT_WORDS if strategy.endswith("/split") else tokenizer.SPLIT_NONE
-        core = strategy.split("/")[0]
-        base = None
-        if "+" in core:
-            base = general.prefix(_count(core[1 : core.index("+")]))
-            core = core[core.index("+") + 1 :]
-        merges = _count(core[1:])
-        tokenizer.train(data[:2000], 10, base=base, split=split).to_bytes()  # compile
-        start = time.perf_counter()
-        vocab = tokenizer.train(data, merges, base=base, split=split)
-        train_s = time.perf_counter() - start
-        start = time.perf_counter()
-        header = len(vocab.to_bytes()) + (1 if base is not None else 0)
-        train_s += time.perf_counter() - start
+    strategy_vocabulary(strategy, data[:2000], general)  # compile
+    start = time.perf_counter()
+    vocab, header, strategy = strategy_vocabulary(strategy, data, general)
+    train_s = time.perf_counter() - start
     tokenizer.encode(vocab, data[:1000])  # compile
     stats: dict = {}
     enc_s, ids = best_time(lambda: tokenizer.encode(vocab, data, stats=stats))
