@@ -2,14 +2,22 @@
 
 A model configuration is recorded in every stream header as ``model id (1 byte) | parameters``; the
 decoder rebuilds exactly the same model from it.  Models live in one module each, listed in
-``MODEL_MODULES`` by id.  A model module defines ``MODEL_ID``, a frozen ``Config`` dataclass with
-``to_bytes()``, ``from_bytes()`` (raising ValueError on anything out of range) and
-``memory_bytes()``, and a ``Model(config)`` class with three methods, all driven by the model's single
-predict/update loop:
+``MODEL_MODULES`` by id; the presets of every model are in :mod:`.presets`.  A model module defines
+``MODEL_ID``, a frozen ``Config`` dataclass with ``to_bytes()``, ``from_bytes()`` (raising ValueError
+on anything out of range: every field is checked against what the presets can produce, before
+anything is allocated), ``memory_bytes()`` (the documented upper bound, computed without allocating)
+and ``describe()`` (words, naming the preset when the record is one), and a ``Model(config)`` class:
 
-- ``encode(data, limit) -> bytes | None``: the code word for ``data``, or None if longer than ``limit``;
-- ``decode(coded, size) -> bytes``: the ``size`` bytes coded in ``coded``;
-- ``learn(data)``: update the model as ``encode`` would, without coding (blocks stored otherwise).
+- ``encode(data, limit, *, progress=None) -> bytes | None``: the code word for ``data``, or None if
+  longer than ``limit``;
+- ``decode(coded, size, *, progress=None) -> bytes``: the ``size`` bytes coded in ``coded``;
+- ``learn(data, *, progress=None)``: update the model as ``encode`` would, without coding;
+- ``snapshot(reuse=None)`` and ``restore(snapshot)``: a copy of the whole state, and putting it back
+  (the model then behaves bit for bit as if the blocks since the snapshot had never been seen).
+
+``progress``, when given, is called as ``progress(done)`` (bytes of this block processed so far,
+increasing) between kernel steps of at most about 0.1 s each; an exception it raises propagates out
+of the call, and the model must then be abandoned (its state is part-way through the block).
 """
 
 from __future__ import annotations
@@ -18,13 +26,13 @@ import importlib
 from dataclasses import dataclass
 
 from .._errors import StatemixError
+from .presets import DEFAULT_LEVEL, LEVELS, MODELS
 
-DEFAULT_LEVEL = 2
-LEVELS = (1, 2, 3)
-#: Model families a user can choose: "cm" (the default: context mixing over bits, levels 1-3) and
-#: "ssm" (an online-trained state-space model over bytes mixed in logit space with count models,
-#: levels 1-3; far slower, and larger output than cm today, see bench/RESULTS.md).
-MODELS = ("cm", "ssm")
+__all__ = ["DEFAULT_LEVEL", "LEVELS", "MODELS", "MODEL_MODULES", "ModelSpec", "build_model",
+           "memory_needed", "spec_for_level"]
+
+MODEL_MODULES = {1: "cm", 2: "ssm"}
+_MIB = 1 << 20
 
 
 @dataclass(frozen=True)
@@ -44,7 +52,16 @@ class ModelSpec:
         return cls(raw[0], bytes(raw[1:]))
 
     def describe(self) -> str:
-        return f"model {self.model_id} ({self.parameters.hex() or 'no parameters'})"
+        """The model in words, e.g. "cm level 2 (10 contexts of 16 MiB, 3 mixers, 2 APMs, ...)"."""
+        name = MODEL_MODULES.get(self.model_id)
+        if name is None:
+            return f"unknown model {self.model_id} ({self.parameters.hex() or 'no parameters'})"
+        module = importlib.import_module(f"{__name__}.{name}")
+        try:
+            config = module.Config.from_bytes(self.parameters)
+        except ValueError as exc:
+            return f"{name} with an invalid record ({exc})"
+        return config.describe()
 
 
 def spec_for_level(level: int | None, size_hint: int | None = None, model: str | None = None) -> ModelSpec:
@@ -59,38 +76,12 @@ def spec_for_level(level: int | None, size_hint: int | None = None, model: str |
         level = DEFAULT_LEVEL
     if level not in LEVELS:
         raise StatemixError(f"level must be one of {', '.join(map(str, LEVELS))}, not {level}")
-    if model == "ssm":
-        return _ssm_spec(level, size_hint)
-    from .cm import MODEL_ID, Config
-
-    # level: (table_bits, hist_bits, contexts, mixers, APMs); level 1 trades size for speed
-    table_bits, hist_bits, contexts, mixers, apms = {1: (20, 22, 5, 1, 1), 2: (24, 24, 10, 3, 2),
-                                                     3: (25, 26, 10, 3, 2)}[level]
-    if size_hint is not None:
-        fit = max(12, (max(size_hint, 1) * 8).bit_length())
-        table_bits = min(table_bits, fit + 2)
-        hist_bits = min(hist_bits, max(16, fit))
-    return ModelSpec(MODEL_ID, Config(table_bits, hist_bits, contexts, mixers, apms).to_bytes())
+    module = importlib.import_module(f"{__name__}.{model or 'cm'}")
+    return ModelSpec(module.MODEL_ID, module.config_for_level(level, size_hint).to_bytes())
 
 
-def _ssm_spec(level: int, size_hint: int | None) -> ModelSpec:
-    """ssm levels: 1 the count models alone (no SSM), 2 SSM + count models, 3 the same, twice the buckets."""
-    from dataclasses import replace
-
-    from .ssm import MODEL_ID, PRESETS
-
-    config = PRESETS["counts" if level == 1 else "mix"]
-    table_bits = config.table_bits + (1 if level == 3 else 0)
-    if size_hint is not None:
-        table_bits = min(table_bits, max(12, size_hint.bit_length()))
-    return ModelSpec(MODEL_ID, replace(config, table_bits=table_bits).to_bytes())
-
-
-MODEL_MODULES = {1: "cm", 2: "ssm"}
-
-
-def build_model(spec: ModelSpec):
-    """Return a fresh model for ``spec``, or raise StatemixError if this build cannot make it."""
+def _config(spec: ModelSpec):
+    """Parse and check every field of ``spec`` (nothing is allocated); return (module, config)."""
     name = MODEL_MODULES.get(spec.model_id)
     if name is None:
         raise StatemixError(f"unsupported model id {spec.model_id}: this stream needs another statemix")
@@ -99,4 +90,28 @@ def build_model(spec: ModelSpec):
         config = module.Config.from_bytes(spec.parameters)
     except ValueError as exc:
         raise StatemixError(f"corrupt stream: {exc}") from None
+    return module, config
+
+
+def memory_needed(spec: ModelSpec) -> int:
+    """The documented upper bound of the memory of ``spec``'s model, in bytes (nothing allocated).
+
+    A snapshot (:meth:`Model.snapshot`) holds one more copy of about the same size.
+    """
+    return _config(spec)[1].memory_bytes()
+
+
+def build_model(spec: ModelSpec, *, memory_limit: int | None = None):
+    """Return a fresh model for ``spec``, or raise StatemixError if this build cannot make it.
+
+    The record is checked field by field before anything is allocated; with ``memory_limit``
+    (bytes), a model whose memory bound exceeds it is refused with a one-line message.
+    """
+    module, config = _config(spec)
+    if memory_limit is not None:
+        need = config.memory_bytes()
+        if need > memory_limit:
+            raise StatemixError(
+                f"this stream's model needs {-(-need // _MIB):,} MiB of memory, more than the limit of "
+                f"{memory_limit // _MIB:,} MiB (raise it with --memory)")
     return module.Model(config)

@@ -42,7 +42,7 @@ previous bytes):
    ``p_mix``; the coded probability is ``(2 p_mix + 7 p_apm1 + 7 p_apm2) / 16``.
 7. The probability goes to :func:`statemix.quantize.binary_frequency` and the range coder.
 
-``run_block`` is the single loop shared by encoder, decoder and learner (for blocks that were stored
+``run_range`` is the single loop shared by encoder, decoder and learner (for blocks that were stored
 instead of modelled): the three differ only in where each bit comes from and whether it is coded.
 The stretch and squash tables are computed with Python's ``decimal`` module (correctly rounded, so
 identical everywhere), never with the platform's libm.
@@ -53,7 +53,7 @@ table, int32 per 4 bytes of history) + about 17.6 MiB (APMs, order-1 counters, w
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from decimal import ROUND_HALF_EVEN, Context, Decimal
 
 import numpy as np
@@ -61,6 +61,8 @@ import numpy as np
 from .._jit import kernel
 from ..coder import dec_bit, enc_bit, enc_finish, enc_init, dec_init, new_state
 from ..quantize import binary_frequency
+from . import presets
+from ._snapshot import put_back, take
 
 MODEL_ID = 1
 
@@ -418,20 +420,19 @@ def _update(st, counters, states, weights, apm, hist, mtable, lut, inputs, bit):
 
 
 @kernel
-def run_block(mode, data, coded, rc, st, counters, states, weights, apm, hist, mtable, lut, trace):
-    """Encode ``data`` into ``coded``, decode ``coded`` into ``data``, or only learn ``data``.
+def run_range(mode, data, coded, rc, st, counters, states, weights, apm, hist, mtable, lut, inputs, trace,
+              start, end):
+    """Encode, decode or only learn bytes ``start`` to ``end`` of ``data`` (one step of a block).
 
-    Returns the code word length for ENCODE (see :func:`statemix.coder.enc_finish`), else 0.
-    If ``trace`` is non-empty, ``trace[8 * i + j]`` receives the probability (units of 2**-16) that the
-    model gave to the bit actually coded at bit j of byte i.
+    The coder (``rc``, started by :func:`statemix.coder.enc_init` or ``dec_init``) and every model
+    state live in the arrays, so a block run in several steps gives the same bits as in one.  ENCODE
+    codes ``data`` into ``coded``; DECODE decodes ``coded`` into ``data``; LEARN only updates.  If
+    ``trace`` is non-empty, ``trace[8 * i + j]`` receives the probability (units of 2**-16) that the
+    model gave to the bit actually coded at bit j of byte i.  ``inputs`` is the mixer's input vector
+    (``N_INPUTS`` int64, scratch: every bit rewrites what it reads).
     """
-    if mode == ENCODE:
-        enc_init(rc)
-    elif mode == DECODE:
-        dec_init(rc, coded)
-    inputs = np.zeros(N_INPUTS, dtype=np.int64)
     tracing = trace.shape[0] > 0
-    for i in range(data.shape[0]):
+    for i in range(start, end):
         byte = np.int64(data[i]) if mode != DECODE else np.int64(0)
         for j in range(8):
             p = _predict(st, counters, states, weights, apm, hist, lut, inputs)
@@ -446,9 +447,6 @@ def run_block(mode, data, coded, rc, st, counters, states, weights, apm, hist, m
             _update(st, counters, states, weights, apm, hist, mtable, lut, inputs, bit)
         if mode == DECODE:
             data[i] = st[HIST4] & 0xFF
-    if mode == ENCODE:
-        return enc_finish(rc, coded)
-    return 0
 
 
 @dataclass(frozen=True)
@@ -458,8 +456,9 @@ class Config:
     ``table_bits``: log2 of the bytes of bit-history states per hashed context.
     ``hist_bits``: log2 of the match model's history bytes (its hash table has 2**(hist_bits-2)
     int32 entries).
-    ``contexts``: how many hashed contexts, taken in the order of ``_HASHED_NAMES`` (1..9).
+    ``contexts``: how many hashed contexts, taken in the order of ``_HASHED_NAMES`` (1..10).
     ``mixers``: how many mixers (1..3; with one, no final mixer).  ``apms``: how many APMs (1..2).
+    A stream record is accepted only within the sizes the presets write (:mod:`.presets`).
     """
 
     table_bits: int = 22
@@ -476,8 +475,9 @@ class Config:
         if len(raw) != 5:
             raise ValueError("cm model configuration must be 5 bytes")
         config = cls(*raw)
-        if not (12 <= config.table_bits <= 26 and 16 <= config.hist_bits <= 28 and 1 <= config.contexts <= N_HASHED
-                and 1 <= config.mixers <= N_MIXERS and 1 <= config.apms <= 2):
+        if not (presets.CM_MIN_TABLE_BITS <= config.table_bits <= presets.CM_MAX_TABLE_BITS
+                and presets.CM_MIN_HIST_BITS <= config.hist_bits <= presets.CM_MAX_HIST_BITS
+                and 1 <= config.contexts <= N_HASHED and 1 <= config.mixers <= N_MIXERS and 1 <= config.apms <= 2):
             raise ValueError(f"cm model configuration out of range: {config}")
         return config
 
@@ -489,6 +489,29 @@ class Config:
     def components(self) -> list[str]:
         """The names of the components this configuration has (see COMPONENTS)."""
         return ["order 0", "order 1", *_HASHED_NAMES[: self.contexts], "match", "APMs"]
+
+    def describe(self) -> str:
+        """In words: "cm level 2 (10 contexts of 16 MiB, 3 mixers, 2 APMs, 16 MiB history, ...)"."""
+        levels = presets.cm_levels_of(asdict(self))
+        name = "cm " + (f"level {' or '.join(map(str, levels))}" if levels else "custom")
+        return (f"{name} ({self.contexts} contexts of {_size(1 << self.table_bits)}, {self.mixers} "
+                f"mixer{'s' if self.mixers > 1 else ''}, {self.apms} APM{'s' if self.apms > 1 else ''}, "
+                f"{_size(1 << self.hist_bits)} history, at most {_size(self.memory_bytes())} of memory)")
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
+
+
+def config_for_level(level: int, size_hint: int | None) -> Config:
+    """The cm configuration of ``--level`` ``level`` for an input of ``size_hint`` bytes (None: unknown)."""
+    return Config(**presets.cm_sized(level, presets.cm_fit(size_hint)))
+
+
+#: bytes per kernel step: about 10-30 ms of work at any level on a 2020s core
+STEP_BYTES = 1 << 14
+#: attributes that are configuration or shared read-only tables, not state (see :meth:`Model.snapshot`)
+_CONSTANT = frozenset({"config", "lut", "traces"})
 
 
 class Model:
@@ -514,6 +537,7 @@ class Model:
         self.hist = np.zeros(1 << config.hist_bits, dtype=np.uint8)
         self.mtable = np.zeros(1 << (config.hist_bits - 2), dtype=np.int32)
         self.rc = new_state()
+        self.inputs = np.zeros(N_INPUTS, dtype=np.int64)
         #: diagnostics: when a list, encode() and learn() append the probability (units of 2**-16)
         #: given to each coded bit, as an int32 array per block
         self.traces: list | None = None
@@ -522,33 +546,51 @@ class Model:
         """Switch off the named COMPONENTS (diagnostics only; such a model makes no valid stream)."""
         self.state[ABLATE] = sum(COMPONENTS[name] for name in components)
 
-    def _run(self, mode: int, data: np.ndarray, coded: np.ndarray) -> int:
+    def _run(self, mode: int, data: np.ndarray, coded: np.ndarray, progress) -> int:
         trace = _NO_TRACE
         if self.traces is not None and mode != DECODE:
             trace = np.empty(8 * data.shape[0], dtype=np.int32)
             self.traces.append(trace)
-        return run_block(mode, data, coded, self.rc, self.state, self.counters, self.states, self.weights,
-                         self.apm, self.hist, self.mtable, self.lut, trace)
+        if mode == ENCODE:
+            enc_init(self.rc)
+        elif mode == DECODE:
+            dec_init(self.rc, coded)
+        n = data.shape[0]
+        for start in range(0, n, STEP_BYTES):
+            end = min(n, start + STEP_BYTES)
+            run_range(mode, data, coded, self.rc, self.state, self.counters, self.states, self.weights,
+                      self.apm, self.hist, self.mtable, self.lut, self.inputs, trace, start, end)
+            if progress is not None:
+                progress(end)
+        return enc_finish(self.rc, coded) if mode == ENCODE else 0
 
-    def encode(self, data: bytes, limit: int) -> bytes | None:
+    def encode(self, data: bytes, limit: int, *, progress=None) -> bytes | None:
         """Code ``data``; return the code word, or None if it would be longer than ``limit`` bytes.
 
         The model learns ``data`` either way.
         """
-        raw = np.frombuffer(data, dtype=np.uint8).copy()  # run_block takes one writable array type
-        out = np.empty(limit, dtype=np.uint8)
-        n = self._run(ENCODE, raw, out)
+        raw = np.frombuffer(data, dtype=np.uint8).copy()  # run_range takes one writable array type
+        out = np.empty(max(limit, 0), dtype=np.uint8)
+        n = self._run(ENCODE, raw, out, progress)
         return None if n > limit else out[:n].tobytes()
 
-    def decode(self, coded: bytes, size: int) -> bytes:
+    def decode(self, coded: bytes, size: int, *, progress=None) -> bytes:
         """Decode ``size`` bytes from the code word ``coded``."""
         out = np.empty(size, dtype=np.uint8)
-        self._run(DECODE, out, np.frombuffer(coded, dtype=np.uint8).copy())
+        self._run(DECODE, out, np.frombuffer(coded, dtype=np.uint8).copy(), progress)
         return out.tobytes()
 
-    def learn(self, data: bytes) -> None:
+    def learn(self, data: bytes, *, progress=None) -> None:
         """Update the model with ``data`` without coding it (a block stored by other means)."""
-        self._run(LEARN, np.frombuffer(data, dtype=np.uint8).copy(), _NO_CODED)
+        self._run(LEARN, np.frombuffer(data, dtype=np.uint8).copy(), _NO_CODED, progress)
+
+    def snapshot(self, reuse=None):
+        """A copy of the whole model state (into ``reuse``'s arrays, an earlier snapshot, if given)."""
+        return take(self, _CONSTANT, reuse)
+
+    def restore(self, snapshot) -> None:
+        """Put ``snapshot`` back: the model behaves as if the blocks seen since had never been."""
+        put_back(self, _CONSTANT, snapshot)
 
 
 _NO_TRACE = np.zeros(0, dtype=np.int32)

@@ -77,7 +77,8 @@ from ..tokenizer import SPLIT_WORDS, Vocabulary, default_merges
 from ..tokenizer import decode as bpe_decode
 from ..tokenizer import encode as bpe_encode
 from ..tokenizer import train as bpe_train
-from . import tokenmix
+from . import presets, tokenmix
+from ._snapshot import put_back, take
 
 MODEL_ID = 2
 ENCODE, DECODE, LEARN = 0, 1, 2
@@ -115,6 +116,14 @@ T_GROUP = 8  # chunk positions per task of the head's input gradient
 TOTAL_BITS = 30  # frequency resolution handed to the coder
 BLOCK_SIZE_MAX = 1 << 24  # largest block the container hands a model
 PARALLEL_MIN_VOCAB = 4096  # smaller vocabularies run on one thread (output is the same at any count)
+# Tokens per kernel step (Model.step_tokens): STEP_COST // (V + STEP_COST_TOKEN) with the SSM (256 over
+# bytes: at most 0.08 s at the start of a stream, 0.02 s later, on this machine),
+# STEP_COUNTS with the count models alone; measured so a step stays under about 0.1 s here.
+STEP_COST = 1 << 17
+STEP_COST_TOKEN = 256
+STEP_COUNTS = 1 << 13
+#: attributes that are configuration, not state (see Model.snapshot)
+_CONSTANT = frozenset({"config"})
 
 PRESETS = {}  # name -> Config, filled below
 
@@ -1060,22 +1069,20 @@ def _code_distribution(sz, hy, acts, t, lc, ts, ex, freqs, lanes):
 
 
 @kernel
-def run_block(mode, data, coded, rc, P, G, M, W, Aneg, off, sz, hy, st, sf, acts, grads, tin, tout,
-              counts, lc, partial, saved_h, saved_x, ts, trace):
-    """Encode ``data`` into ``coded``, decode ``coded`` into ``data``, or only learn ``data``.
+def run_range(mode, data, coded, rc, P, G, M, W, Aneg, off, sz, hy, st, sf, acts, grads, tin, tout,
+              counts, lc, partial, saved_h, saved_x, ts, trace, start, end):
+    """Encode, decode or only learn tokens ``start`` to ``end`` of ``data`` (one step of a block).
 
-    ``data`` holds token ids (int64 < V).  Returns the code word length for ENCODE, else 0.  If
-    ``trace`` has rows, ``trace[i, 0]`` gets the coded probability of token i and ``trace[i, 1]``
-    the SSM's own probability of it (1/V without the SSM).  ``ts``: the count models' state
-    (:meth:`.tokenmix.State.arrays`).  LEARN updates the counts and the SSM but not the mixer.
+    ``data`` holds token ids (int64 < V).  The coder ``rc`` is started by the caller
+    (:func:`statemix.coder.enc_init` / ``dec_init``) and every state lives in the arrays, so a block
+    run in several steps gives the same bits as in one.  If ``trace`` has rows, ``trace[i, 0]`` gets
+    the coded probability of token i and ``trace[i, 1]`` the SSM's own probability of it (1/V
+    without the SSM).  ``ts``: the count models' state (:meth:`.tokenmix.State.arrays`).  LEARN
+    updates the counts and the SSM but not the mixer.
     """
     V = sz[S_V]
     T = sz[S_T]
     tb = sz[S_TB]
-    if mode == ENCODE:
-        enc_init(rc)
-    elif mode == DECODE:
-        dec_init(rc, coded)
     lanes = np.empty(LANES, dtype=np.float32)
     ex = np.empty(V, dtype=np.float32)
     freqs = np.empty(V, dtype=np.int32)
@@ -1084,7 +1091,7 @@ def run_block(mode, data, coded, rc, P, G, M, W, Aneg, off, sz, hy, st, sf, acts
     tracing = trace.shape[0] > 0
     total = np.float64(1 << tb)
     use_ssm = sz[S_USE_SSM]
-    for i in range(data.shape[0]):
+    for i in range(start, end):
         t = st[ST_POS]
         tin[t] = st[ST_PREV]
         if use_ssm:
@@ -1125,9 +1132,6 @@ def run_block(mode, data, coded, rc, P, G, M, W, Aneg, off, sz, hy, st, sf, acts
                             saved_h, saved_x)
             t = 0
         st[ST_POS] = t
-    if mode == ENCODE:
-        return enc_finish(rc, coded)
-    return 0
 
 
 # ================================================================================================
@@ -1218,6 +1222,9 @@ class Config:
                      seed=v[23], tokenizer=v[25], merges=v[26], mixing=v[27], use_ssm=v[28],
                      match=v[29], calibrate=v[30], table_bits=v[31])
         config.validate()
+        too_big = [name for name, top in _RECORD_MAX.items() if getattr(config, name) > top]
+        if too_big:
+            raise ValueError(f"ssm model configuration larger than any preset's ({', '.join(too_big)})")
         return config
 
     def validate(self) -> None:
@@ -1241,6 +1248,25 @@ class Config:
         if not ok:
             raise ValueError(f"ssm model configuration out of range: {self}")
 
+    def describe(self) -> str:
+        """In words, e.g. "ssm level 2 (SSM: 2 layers of width 32 over bytes, ...)"."""
+        name = _preset_name(self)
+        tokens = ("bytes" if self.tokenizer == TOK_IDS and self.vocab == 256 else
+                  f"{self.vocab} token ids" if self.tokenizer == TOK_IDS else
+                  f"BPE tokens ({self.merges or 'default'} merges trained on the first block)")
+        if self.use_ssm:
+            parts = [f"SSM of {self.layers} layers, width {self.d_model} (state {self.d_state}) over {tokens}"]
+        else:
+            parts = [f"count models only over {tokens}"]
+        mixing = {tokenmix.MIX_PRIOR: "frequency prior", tokenmix.MIX_REFERENCE: "fixed-weight n-grams",
+                  tokenmix.MIX_LEARNED: "learned mixing of n-gram counts"}[self.mixing]
+        if self.mixing != tokenmix.MIX_PRIOR:
+            mixing += f" in 2**{self.table_bits} buckets"
+        parts.append(mixing + (" and a match model" if self.match else ""))
+        mib = -(-self.memory_bytes() // (1 << 20))
+        parts.append(f"at most {mib} MiB of memory")
+        return f"ssm {name or 'custom'} ({', '.join(parts)})"
+
     def max_vocab(self) -> int:
         """The largest V this configuration can reach (V itself unless a BPE vocabulary is trained)."""
         if self.tokenizer == TOK_BPE:
@@ -1261,21 +1287,36 @@ class Config:
         return 4 * (4 * total + acts) + 64 * V + tokenmix.State.memory_bytes(V, self.table_bits)
 
 
-PRESETS["reference"] = Config(preset=1, bptt=0, prior=0.1)
-PRESETS["default"] = Config(preset=2)
-# BPE tokens (bench/ssm_study.py, enwik8_3M, 3 blocks): 12,288 merges beat 8,192 (839,167 against
-# 841,543 bytes); 16-token chunks with one Adam step beat 8 (852,586) and 24 (842,258) and run about
-# 1.6x faster than 32-token chunks with two (837,225 at 8,192 merges); lr 0.0015 beat 0.001 and 0.002.
-PRESETS["bpe"] = Config(preset=3, tokenizer=TOK_BPE, merges=12288, chunk=16, iters_c=1, chunks_a=20,
-                        chunks_b=40, prior=0.1, lr=0.0015, lr_min=0.0015)
-# Count models and learned mixing (bench/RESULTS.md, issue 5): over bytes, the count models gave
-# 253,338 bytes on enwik8_1M against 285,685 over 1,024 BPE merges and 275,228 over 256; with the
-# SSM, bytes gave 245,426 against 273,456 for the 12,288-merge vocabulary.  32 slots per bucket beat
-# 8 (302,839) and 16 (262,372); 2**20 buckets beat 2**18 (257,654), 2**22 gained 0.4%.
-# The learned temperature (calibrate=1) is left off: on top of learned mixing it did not help (300 kB
-# of enwik8 with the SSM: 78,063 bytes without, 78,108-78,179 with; see bench/RESULTS.md).
-PRESETS["mix"] = Config(preset=4, mixing=2, match=1, table_bits=20)
-PRESETS["counts"] = Config(preset=5, use_ssm=0, mixing=2, match=1, table_bits=20)
+PRESETS.update({name: Config(**fields) for name, fields in presets.SSM_PRESETS.items()})
+
+
+def config_for_level(level: int, size_hint: int | None) -> Config:
+    """The ssm configuration of ``--level`` ``level`` for an input of ``size_hint`` bytes (None: unknown)."""
+    name, extra = presets.SSM_LEVELS[level]
+    config = PRESETS[name]
+    return replace(config, table_bits=presets.ssm_table_bits(config.table_bits + extra, size_hint))
+
+
+def _preset_name(config: Config) -> str | None:
+    """"level N" or "preset NAME" when ``config`` is what a preset writes (a full-size preset first,
+    then one sized down to some input)."""
+    hints = (None, *(1 << b for b in range(0, 40)))
+    record = config.to_bytes()  # compare records: the floats of a parsed record are float32-rounded
+    levels = [str(level) for level in presets.LEVELS if config_for_level(level, None).to_bytes() == record]
+    levels = levels or [str(level) for level in presets.LEVELS
+                        if any(config_for_level(level, hint).to_bytes() == record for hint in hints)]
+    if levels:
+        return "level " + " or ".join(levels)
+    names = [name for name, preset in PRESETS.items() if preset.to_bytes() == record]
+    return f"preset {names[0]}" if names else None
+
+
+#: The largest value of each size field over every preset (levels included): a stream record
+#: beyond these is refused as corrupt before anything is allocated.
+_RECORD_MAX = {name: max(getattr(c, name) for c in (*PRESETS.values(),
+                                                     *(config_for_level(level, None) for level in presets.LEVELS)))
+               for name in ("vocab", "d_model", "expand", "d_state", "conv", "layers", "chunk", "merges",
+                            "table_bits")}
 
 
 def layout(config: Config) -> tuple[np.ndarray, int]:
@@ -1485,42 +1526,84 @@ class Model:
         """V, once known."""
         return self.model_config.vocab if self.allocated else None
 
-    def _run(self, mode: int, tokens: np.ndarray, coded: np.ndarray, trace: np.ndarray) -> int:
+    def _run(self, mode: int, tokens: np.ndarray, coded: np.ndarray, trace: np.ndarray, progress=None) -> int:
         # below PARALLEL_MIN_VOCAB a chunk's parallel regions are too small to pay for a second
         # thread (enwik8 100 kB, preset mix: 7.4 KB/s at -T 1, 1.7 KB/s at -T 2 on 2 busy cores)
         small = self.model_config.vocab < PARALLEL_MIN_VOCAB
         with threads_at_most(1) if small else contextlib.nullcontext():
-            return self._run_block(mode, tokens, coded, trace)
+            return self._run_block(mode, tokens, coded, trace, progress)
 
-    def _run_block(self, mode: int, tokens: np.ndarray, coded: np.ndarray, trace: np.ndarray) -> int:
-        return run_block(mode, tokens, coded, self.rc, self.P, self.G, self.M, self.W, self.Aneg,
-                         self.off, self.sz, self.hy, self.st, self.sf, self.acts, self.grads,
-                         self.tin, self.tout, self.counts, self.lc, self.partial, self.saved_h,
-                         self.saved_x, self.mixstate.arrays(), trace)
+    def step_tokens(self) -> int:
+        """Tokens per kernel step: about 0.1 s of work or less (see :data:`STEP_COST`)."""
+        config = self.model_config
+        if not config.use_ssm:
+            return STEP_COUNTS
+        return max(8, STEP_COST // (config.vocab + STEP_COST_TOKEN))
 
-    # token-level interface (a tokenizer maps bytes to ids < vocab and back)
+    def _run_block(self, mode: int, tokens: np.ndarray, coded: np.ndarray, trace: np.ndarray, progress) -> int:
+        """Code, decode or learn ``tokens`` in steps; ``progress(tokens done)`` after each step."""
+        if mode == ENCODE:
+            enc_init(self.rc)
+        elif mode == DECODE:
+            dec_init(self.rc, coded)
+        n = tokens.shape[0]
+        step = self.step_tokens()
+        ts = self.mixstate.arrays()
+        for start in range(0, n, step):
+            end = min(n, start + step)
+            run_range(mode, tokens, coded, self.rc, self.P, self.G, self.M, self.W, self.Aneg,
+                      self.off, self.sz, self.hy, self.st, self.sf, self.acts, self.grads,
+                      self.tin, self.tout, self.counts, self.lc, self.partial, self.saved_h,
+                      self.saved_x, ts, trace, start, end)
+            if progress is not None:
+                progress(end)
+        return enc_finish(self.rc, coded) if mode == ENCODE else 0
+
+    # token-level interface (a tokenizer maps bytes to ids < vocab and back); ``progress`` gets tokens
     def _tokens_ok(self) -> None:
         if not self.allocated:
             raise ValueError("the vocabulary of this ssm model is not known yet")
 
-    def encode_tokens(self, tokens: np.ndarray, limit: int, trace: np.ndarray | None = None) -> bytes | None:
+    def encode_tokens(self, tokens: np.ndarray, limit: int, trace: np.ndarray | None = None,
+                      progress=None) -> bytes | None:
         self._tokens_ok()
         tokens = np.ascontiguousarray(tokens, dtype=np.int64)
         if tokens.size and (tokens.min() < 0 or tokens.max() >= self.model_config.vocab):
             raise ValueError("token id out of range")
         out = np.empty(max(limit, 0), dtype=np.uint8)
-        n = self._run(ENCODE, tokens, out, _NO_TRACE if trace is None else trace)
+        n = self._run(ENCODE, tokens, out, _NO_TRACE if trace is None else trace, progress)
         return None if n > limit else out[:n].tobytes()
 
-    def decode_tokens(self, coded: bytes, count: int) -> np.ndarray:
+    def decode_tokens(self, coded: bytes, count: int, progress=None) -> np.ndarray:
         self._tokens_ok()
         out = np.zeros(count, dtype=np.int64)
-        self._run(DECODE, out, np.frombuffer(coded, dtype=np.uint8).copy(), _NO_TRACE)
+        self._run(DECODE, out, np.frombuffer(coded, dtype=np.uint8).copy(), _NO_TRACE, progress)
         return out
 
-    def learn_tokens(self, tokens: np.ndarray) -> None:
+    def learn_tokens(self, tokens: np.ndarray, progress=None) -> None:
         self._tokens_ok()
-        self._run(LEARN, np.ascontiguousarray(tokens, dtype=np.int64), _NO_CODED, _NO_TRACE)
+        self._run(LEARN, np.ascontiguousarray(tokens, dtype=np.int64), _NO_CODED, _NO_TRACE, progress)
+
+    def _byte_progress(self, progress, tokens: np.ndarray):
+        """``progress`` in bytes for a step function counting ``tokens`` (decoded ones: filled in as they come)."""
+        if progress is None or self.config.tokenizer == TOK_IDS:
+            return progress
+        lengths = self.vocabulary.token_lengths()
+        done = [0, 0]  # tokens, bytes
+
+        def report(end):
+            done[1] += int(lengths[tokens[done[0]:end]].sum())
+            done[0] = end
+            progress(done[1])
+        return report
+
+    def snapshot(self, reuse=None):
+        """A copy of the whole model state (into ``reuse``'s arrays, an earlier snapshot, if given)."""
+        return take(self, _CONSTANT, reuse)
+
+    def restore(self, snapshot) -> None:
+        """Put ``snapshot`` back: the model behaves as if the blocks seen since had never been."""
+        put_back(self, _CONSTANT, snapshot)
 
     # byte interface of statemix.models
     def _bytes_ok(self) -> None:
@@ -1542,7 +1625,7 @@ class Model:
             return np.frombuffer(data, dtype=np.uint8).astype(np.int64)
         return bpe_encode(self.vocabulary, data, block_size=None).astype(np.int64)
 
-    def encode(self, data: bytes, limit: int, trace: np.ndarray | None = None) -> bytes | None:
+    def encode(self, data: bytes, limit: int, trace: np.ndarray | None = None, *, progress=None) -> bytes | None:
         """Code ``data``; return the code word, or None if it would be longer than ``limit`` bytes.
 
         The model learns ``data`` either way.  ``trace`` (rows: one per token) receives the coded
@@ -1550,7 +1633,7 @@ class Model:
         """
         self._bytes_ok()
         if self.config.tokenizer == TOK_IDS:
-            return self.encode_tokens(self.tokenize(data), limit, trace)
+            return self.encode_tokens(self.tokenize(data), limit, trace, progress)
         if not data:
             return b"" if limit >= 0 else None
         head = b""
@@ -1560,14 +1643,14 @@ class Model:
             head = encode_varint(len(raw)) + raw
         tokens = self.tokenize(data)
         head += encode_varint(tokens.shape[0])
-        body = self.encode_tokens(tokens, limit - len(head), trace)
+        body = self.encode_tokens(tokens, limit - len(head), trace, self._byte_progress(progress, tokens))
         return None if body is None else head + body
 
-    def decode(self, coded: bytes, size: int) -> bytes:
+    def decode(self, coded: bytes, size: int, *, progress=None) -> bytes:
         """Decode ``size`` bytes from the code word ``coded``."""
         self._bytes_ok()
         if self.config.tokenizer == TOK_IDS:
-            return self.decode_tokens(coded, size).astype(np.uint8).tobytes()
+            return self.decode_tokens(coded, size, progress).astype(np.uint8).tobytes()
         if size == 0:
             return b""
         pos = 0
@@ -1586,13 +1669,16 @@ class Model:
         count, pos = _read_varint(coded, pos)
         if not 1 <= count <= size:
             raise StatemixError("corrupt stream: ssm token count out of range")
-        tokens = self.decode_tokens(coded[pos:], count)
+        tokens = np.zeros(count, dtype=np.int64)
+        self._tokens_ok()
+        self._run(DECODE, tokens, np.frombuffer(coded[pos:], dtype=np.uint8).copy(), _NO_TRACE,
+                  self._byte_progress(progress, tokens))
         lengths = self.vocabulary.token_lengths()
         if int(lengths[tokens].sum()) != size:
             raise StatemixError("corrupt stream: ssm tokens do not add up to the block length")
         return bpe_decode(self.vocabulary, tokens)
 
-    def learn(self, data: bytes) -> None:
+    def learn(self, data: bytes, *, progress=None) -> None:
         """Update the model with ``data`` without coding it (a block stored by other means)."""
         self._bytes_ok()
         if self.config.tokenizer == TOK_BPE:
@@ -1600,7 +1686,8 @@ class Model:
                 return
             if self.vocabulary is None:
                 self._set_vocabulary(self.train_vocabulary(data))
-        self.learn_tokens(self.tokenize(data))
+        tokens = self.tokenize(data)
+        self.learn_tokens(tokens, self._byte_progress(progress, tokens))
 
 
 def _read_varint(raw: bytes, pos: int) -> tuple[int, int]:

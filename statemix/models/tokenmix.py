@@ -127,6 +127,8 @@ def initial_parameters() -> np.ndarray:
 class State:
     """Tables, history and learned parameters of one stream (memory: :meth:`memory_bytes`)."""
 
+    SNAPSHOT_STATE = True  # a model's snapshot copies this object's arrays (models._snapshot)
+
     def __init__(self, V: int, table_bits: int, orders: np.ndarray = ORDERS):
         nb = 1 << table_bits
         self.orders = orders.copy()

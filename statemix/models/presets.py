@@ -1,0 +1,84 @@
+"""Every ``--level`` preset of every model, and the bounds a stream's model record must keep.
+
+A preset is data only (no numba, no allocation), so the command line, ``statemix -l`` and the
+record checks can read it cheaply.  Changing a number here changes the output of that level (the
+golden tests in tests/test_determinism.py and tests/test_api.py pin it); the record bounds below are
+the largest values any preset can produce, so a record outside them is refused as corrupt before a
+byte is allocated.
+
+cm (model id 1), per level: ``table_bits`` (log2 bytes of bit-history states per hashed context),
+``hist_bits`` (log2 bytes of the match model's history), ``contexts``, ``mixers``, ``apms``.  Level 1
+trades size for speed.  With ``size_hint`` (the input length, when known) both sizes shrink to
+``fit = max(12, bit_length(8 * size))``: ``table_bits <= fit + 2`` and ``hist_bits <= max(16, fit)``.
+
+ssm (model id 2), per level: a named preset of :data:`SSM_PRESETS` and extra ``table_bits`` (log2 of
+the n-gram buckets), shrunk to ``max(12, bit_length(size))`` for small inputs.  Level 1 is the count
+models alone (no SSM), 2 the SSM with the count models, 3 the same with twice the buckets.
+"""
+
+from __future__ import annotations
+
+DEFAULT_LEVEL = 2
+LEVELS = (1, 2, 3)
+#: Model families a user can choose: "cm" (the default: context mixing over bits, levels 1-3) and
+#: "ssm" (an online-trained state-space model over bytes mixed in logit space with count models,
+#: levels 1-3; far slower, and larger output than cm today, see bench/RESULTS.md).
+MODELS = ("cm", "ssm")
+
+CM_FIELDS = ("table_bits", "hist_bits", "contexts", "mixers", "apms")
+CM_LEVELS = {
+    1: dict(table_bits=20, hist_bits=22, contexts=5, mixers=1, apms=1),
+    2: dict(table_bits=24, hist_bits=24, contexts=10, mixers=3, apms=2),
+    3: dict(table_bits=25, hist_bits=26, contexts=10, mixers=3, apms=2),
+}
+#: Largest sizes any cm preset writes: a record asking for more is corrupt (and could not be
+#: allocated on an ordinary machine: 2**26 * 10 bytes of tables alone is 640 MiB).
+CM_MAX_TABLE_BITS = max(p["table_bits"] for p in CM_LEVELS.values())
+CM_MAX_HIST_BITS = max(p["hist_bits"] for p in CM_LEVELS.values())
+CM_MIN_TABLE_BITS, CM_MIN_HIST_BITS = 12, 16
+
+
+def cm_sized(level: int, fit: int | None) -> dict:
+    """The cm preset of ``level`` with its tables sized to ``fit`` (None: full size)."""
+    preset = dict(CM_LEVELS[level])
+    if fit is not None:
+        preset["table_bits"] = min(preset["table_bits"], fit + 2)
+        preset["hist_bits"] = min(preset["hist_bits"], max(CM_MIN_HIST_BITS, fit))
+    return preset
+
+
+def cm_fit(size_hint: int | None) -> int | None:
+    return None if size_hint is None else max(12, (max(size_hint, 1) * 8).bit_length())
+
+
+def cm_levels_of(fields: dict) -> list[int]:
+    """The cm levels whose preset, at some input size, is exactly ``fields``."""
+    fits = (None, *range(12, 64))
+    return [level for level in LEVELS if any(cm_sized(level, fit) == fields for fit in fits)]
+
+
+#: Named ssm presets: changes to the defaults of ``statemix.models.ssm.Config``.
+SSM_PRESETS = {
+    "reference": dict(preset=1, bptt=0, prior=0.1),
+    "default": dict(preset=2),
+    # BPE tokens (bench/ssm_study.py, enwik8_3M, 3 blocks): 12,288 merges beat 8,192 (839,167 against
+    # 841,543 bytes); 16-token chunks with one Adam step beat 8 (852,586) and 24 (842,258) and run
+    # about 1.6x faster than 32-token chunks with two (837,225 at 8,192 merges); lr 0.0015 beat 0.001
+    # and 0.002.
+    "bpe": dict(preset=3, tokenizer=1, merges=12288, chunk=16, iters_c=1, chunks_a=20, chunks_b=40,
+                prior=0.1, lr=0.0015, lr_min=0.0015),
+    # Count models and learned mixing (bench/RESULTS.md, issue 5): over bytes, the count models gave
+    # 253,338 bytes on enwik8_1M against 285,685 over 1,024 BPE merges and 275,228 over 256; with the
+    # SSM, bytes gave 245,426 against 273,456 for the 12,288-merge vocabulary.  32 slots per bucket
+    # beat 8 (302,839) and 16 (262,372); 2**20 buckets beat 2**18 (257,654), 2**22 gained 0.4%.
+    # The learned temperature (calibrate=1) is left off: on top of learned mixing it did not help
+    # (300 kB of enwik8 with the SSM: 78,063 bytes without, 78,108-78,179 with; bench/RESULTS.md).
+    "mix": dict(preset=4, mixing=2, match=1, table_bits=20),
+    "counts": dict(preset=5, use_ssm=0, mixing=2, match=1, table_bits=20),
+}
+#: ssm level -> (named preset, extra table bits)
+SSM_LEVELS = {1: ("counts", 0), 2: ("mix", 0), 3: ("mix", 1)}
+
+
+def ssm_table_bits(table_bits: int, size_hint: int | None) -> int:
+    return table_bits if size_hint is None else min(table_bits, max(12, size_hint.bit_length()))

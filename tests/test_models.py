@@ -1,0 +1,129 @@
+"""The model contract of statemix.models: record checks before allocation, memory limits, describe(),
+progress callbacks in bounded steps, and snapshot/restore."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from statemix import StatemixError
+from statemix.models import ModelSpec, build_model, cm, memory_needed, spec_for_level, ssm
+
+from conftest import text_sample
+
+
+def test_oversized_cm_record_is_refused_before_allocating(monkeypatch):
+    def no_allocation(self, config):
+        raise AssertionError("the model was built")
+
+    monkeypatch.setattr(cm.Model, "__init__", no_allocation)
+    for record in ([26, 28, 10, 3, 2], [26, 24, 10, 3, 2], [24, 27, 10, 3, 2]):
+        with pytest.raises(StatemixError, match="corrupt stream"):
+            build_model(ModelSpec(cm.MODEL_ID, bytes(record)))
+        with pytest.raises(StatemixError, match="corrupt stream"):
+            memory_needed(ModelSpec(cm.MODEL_ID, bytes(record)))
+
+
+def test_oversized_ssm_record_is_refused():
+    for change in (dict(d_model=64), dict(layers=3), dict(table_bits=22), dict(chunk=64), dict(vocab=300)):
+        spec = ModelSpec(ssm.MODEL_ID, ssm.config_with(**change).to_bytes())
+        with pytest.raises(StatemixError, match="corrupt stream"):
+            build_model(spec)
+
+
+def test_memory_limit():
+    spec = spec_for_level(3)
+    need = memory_needed(spec)
+    assert need == cm.Config.from_bytes(spec.parameters).memory_bytes() > 400 << 20
+    with pytest.raises(StatemixError, match=r"^this stream's model needs 465 MiB of memory, more than the "
+                                            r"limit of 300 MiB \(raise it with --memory\)$"):
+        build_model(spec, memory_limit=300 << 20)
+    build_model(spec_for_level(1, 1000), memory_limit=need)
+    assert memory_needed(spec_for_level(3, 1000, "ssm")) < memory_needed(spec_for_level(3, None, "ssm"))
+
+
+@pytest.mark.parametrize("model,level,hint,words", [
+    ("cm", 2, None, "cm level 2 (10 contexts of 16 MiB, 3 mixers, 2 APMs, 16 MiB history"),
+    ("cm", 1, 5000, "cm level 1 (5 contexts of"),
+    ("cm", 3, None, "cm level 3 ("),
+    ("ssm", 1, None, "ssm level 1 (count models only"),
+    ("ssm", 2, None, "ssm level 2 (SSM of 2 layers"),
+    ("ssm", 3, 1 << 30, "ssm level 3 ("),
+])
+def test_describe_names_the_preset(model, level, hint, words):
+    assert spec_for_level(level, hint, model).describe().startswith(words)
+
+
+def test_describe_custom_and_invalid_records():
+    assert ModelSpec(cm.MODEL_ID, bytes([20, 22, 4, 1, 1])).describe().startswith("cm custom (4 contexts")
+    assert ModelSpec(ssm.MODEL_ID, ssm.config_with(prior=0.5).to_bytes()).describe().startswith("ssm custom (")
+    assert ModelSpec(ssm.MODEL_ID, ssm.PRESETS["bpe"].to_bytes()).describe().startswith("ssm preset bpe (")
+    assert "invalid" in ModelSpec(cm.MODEL_ID, bytes([26, 28, 10, 3, 2])).describe()
+    assert "unknown model 9" in ModelSpec(9, b"").describe()
+
+
+BYTES_TINY = dict(d_model=8, d_state=4, chunk=16, channel_block=8, iters_a=2, chunks_a=4)
+BPE_TINY = dict(BYTES_TINY, tokenizer=ssm.TOK_BPE, merges=96)
+
+
+def small_models():
+    """(name, factory) of models covering cm levels 1-2, ssm levels 1-2 and a BPE ssm."""
+    return [
+        ("cm-1", lambda: build_model(spec_for_level(1, 20_000))),
+        ("cm-2", lambda: build_model(spec_for_level(2, 20_000))),
+        ("ssm-1", lambda: build_model(spec_for_level(1, 20_000, "ssm"))),
+        ("ssm-2", lambda: build_model(spec_for_level(2, 20_000, "ssm"))),
+        ("ssm-bpe", lambda: ssm.Model(ssm.config_with(**BPE_TINY))),
+    ]
+
+
+@pytest.mark.parametrize("name,factory", small_models(), ids=[n for n, _ in small_models()])
+def test_progress_is_called_in_steps_and_can_abort(name, factory):
+    data = text_sample(40_000 if name.startswith("cm") or name == "ssm-1" else 1500, seed=2)
+    seen = []
+    coded = factory().encode(data, len(data), progress=seen.append)
+    assert coded == factory().encode(data, len(data))  # steps never change the output
+    assert seen == sorted(seen) and seen[-1] == len(data) and len(seen) > 1
+    decoded = []
+    assert factory().decode(coded, len(data), progress=decoded.append) == data
+    assert decoded[-1] == len(data) and decoded == sorted(decoded)
+    learned = []
+    factory().learn(data, progress=learned.append)
+    assert learned[-1] == len(data)
+
+    class Stop(Exception):
+        pass
+
+    def stop(done):
+        raise Stop
+
+    with pytest.raises(Stop):
+        factory().encode(data, len(data), progress=stop)
+
+
+@pytest.mark.parametrize("name,factory", small_models(), ids=[n for n, _ in small_models()])
+def test_encode_after_restore_equals_fresh_model_with_same_history(name, factory):
+    data = text_sample(6000, seed=5)
+    blocks = [data[:2000], data[2000:3500], data[3500:]]
+    if name.startswith("ssm") and name != "ssm-1":
+        blocks = [b[:600] for b in blocks]
+    restored = factory()
+    early = restored.snapshot()  # before the first block: a BPE model has no vocabulary yet
+    restored.encode(blocks[1], 10_000)
+    restored.restore(early)
+    restored.encode(blocks[0], 10_000)
+    snap = restored.snapshot(reuse=early)
+    restored.encode(blocks[1], 10_000)  # modelled, then undone
+    restored.learn(blocks[2])
+    restored.restore(snap)
+    expected = factory_history(factory, blocks[0], blocks[2])
+    assert restored.encode(blocks[2], 10_000) == expected
+    restored.restore(snap)  # a snapshot stays valid after a restore
+    assert restored.encode(blocks[2], 10_000) == expected
+
+
+def factory_history(factory, first, then):
+    """The code word of ``then`` from a fresh model that saw only ``first``."""
+    model = factory()
+    model.encode(first, 10_000)
+    return model.encode(then, 10_000)
