@@ -39,25 +39,27 @@ def compress(data, /, *, level: int | None = None, model: str | None = None,
              threads: int | None = None) -> bytes:
     """Compress ``data`` (any bytes-like object) into one statemix stream.
 
-    ``model``: "cm" (default) or "ssm" (experimental); ``level``: 1-3 for cm (default 2).
+    ``model``: "cm" (default) or "ssm"; ``level``: 1-3 (default 2).  A bad option raises
+    ValueError or TypeError, as the standard library's codecs do.
     """
     view = memoryview(data).cast("B")
     compressor = Compressor(level=level, model=model, size_hint=len(view), threads=threads)
     return compressor.compress(view) + compressor.flush()
 
 
-def decompress(data, /, *, threads: int | None = None) -> bytes:
+def decompress(data, /, *, threads: int | None = None, memory_limit: int | None = None) -> bytes:
     """Decompress all the concatenated statemix streams in ``data``.
 
     Raises StatemixError if ``data`` is empty, truncated, corrupt, or followed by anything that is
-    not another statemix stream.
+    not another statemix stream, or if a stream's model needs more memory than ``memory_limit``
+    bytes (default: ``codec.DEFAULT_MEMORY_LIMIT``, 1 GiB).
     """
     rest = bytes(memoryview(data).cast("B"))
     if not rest:
         raise StatemixError("empty input: not a statemix stream")
     results = []
     while rest:
-        decompressor = Decompressor(threads=threads)
+        decompressor = Decompressor(threads=threads, memory_limit=memory_limit)
         results.append(decompressor.decompress(rest))
         if not decompressor.eof:
             raise StatemixError("truncated stream: the input ended before the end of the stream")

@@ -1,20 +1,31 @@
 """Incremental compressor and decompressor objects: the container format driven by a model.
 
-:class:`Compressor` cuts its input into blocks of ``container.BLOCK_SIZE`` bytes and codes each with
-the stream's model and with zstandard (level 19); the smallest of the model's code word, the
-zstandard frame and the data itself is written (the model learns every block either way, and the
-decoder replays a block that was not modelled).  So no block costs more than zstd -19 or storing.
-:class:`Decompressor` reads one stream, in any pieces, and releases a block's data only after its
-CRC32 matched.
+:class:`Compressor` cuts its input into blocks (``container.block_limit``: 16 KiB, doubling up to
+1 MiB, so a reader gets its first verified bytes after little work) and codes each with the stream's
+model and with zstandard (level 19); the smallest of the model's code word, the zstandard frame and
+the data itself is written.  So no block costs more than zstd -19 or storing.  A block that is not
+written as the model's code word leaves the model as it was (format version 2): the compressor takes a
+snapshot of the model before modelling a block and restores it when another coding wins, and a block
+that zstandard level 1 cannot shrink by 2% is not modelled at all.  Decoding a stored or zstandard
+block therefore costs what zstandard costs, never a model pass.  (Version 1 streams, whose models
+learned every block, are still read: their decoder replays such blocks through the model.)
 
-Both objects hold a model whose memory is fixed by the stream's configuration (see
-``statemix.models``); a Compressor additionally buffers at most one block of input and a
-Decompressor at most one block of input and its output.  Neither object is thread-safe: use one per
-thread (two objects in two threads are independent and give the same bytes as alone).
+:class:`Decompressor` reads one stream, in any pieces, and releases a block's data only after its
+CRC32 matched.  Before building a model it checks the model's memory bound against ``memory_limit``.
+
+Both take ``progress``, a callable given the number of uncompressed bytes processed so far; the model
+calls it between steps of at most about 0.1 s, so a progress bar moves and an exception raised from it
+(an interruption) takes effect promptly.  Such an exception leaves the object unusable.
+
+Memory: the model's bound (``statemix.models.memory_needed``); a Compressor holds the model twice (its
+snapshot) plus at most one block of input, a Decompressor one block of input and its output.  Neither
+object is thread-safe: use one per thread (two objects in two threads are independent and give the
+same bytes as alone), and neither can be pickled.
 """
 
 from __future__ import annotations
 
+import operator
 from concurrent.futures import ThreadPoolExecutor
 
 import zstandard
@@ -22,36 +33,74 @@ import zstandard
 from . import container
 from ._errors import StatemixError
 from .container import NeedMore
-from .models import build_model, spec_for_level
+from .models import LEVELS, MODELS, build_model, spec_for_level
 
 ZSTD_LEVEL = 19  # every block is also compressed by zstandard; the smallest of the three is kept
+PROBE_LEVEL = 1  # zstandard level of the quick test that decides whether a block is worth modelling
+PROBE_RATIO = 0.98  # a block that the probe cannot shrink below this fraction is not modelled
+#: default ``memory_limit`` of decoders (bytes): above every preset's model (see README, Memory)
+DEFAULT_MEMORY_LIMIT = 1 << 30
+
+
+def check_options(*, level=None, model=None, threads=None, memory_limit=None) -> None:
+    """Raise TypeError or ValueError for an option a codec object would not accept."""
+    for name, value, low in (("level", level, None), ("threads", threads, 1), ("memory_limit", memory_limit, 1)):
+        if value is None:
+            continue
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an integer, not {type(value).__name__}")
+        if name == "level" and value not in LEVELS:
+            raise ValueError(f"level must be one of {', '.join(map(str, LEVELS))}, not {value}")
+        if low is not None and value < low:
+            raise ValueError(f"{name} must be at least {low}, not {value}")
+    if model is not None:
+        if not isinstance(model, str):
+            raise TypeError(f"model must be a str, not {type(model).__name__}")
+        if model not in MODELS:
+            raise ValueError(f"model must be one of {', '.join(MODELS)}, not {model!r}")
 
 
 def _set_threads(threads: int | None) -> None:
     if threads is not None:
-        if threads < 1:
-            raise StatemixError(f"threads must be at least 1, not {threads}")
         from ._jit import set_threads
 
         set_threads(threads)
 
 
-class Compressor:
-    """Compress data incrementally into one statemix stream.
+def _reporter(progress, base: int):
+    """Progress within a block, as a count for the whole stream (or None)."""
+    if progress is None:
+        return None
+    return lambda done: progress(base + done)
 
-    ``model`` ("cm", the default, or the experimental "ssm") and ``level`` (1-3) select the
-    model (they change the output and are recorded in the stream).  ``size_hint``, the total input
-    length when known, lets small inputs use smaller tables (changes the output; recorded).
-    ``threads`` only changes speed.
+
+class _Unpicklable:
+    def __reduce__(self):
+        raise TypeError(f"cannot pickle {type(self).__name__!r} object")
+
+
+class Compressor(_Unpicklable):
+    """Compress data incrementally into one statemix stream (like lzma.LZMACompressor).
+
+    ``model`` ("cm", the default, or "ssm") and ``level`` (1-3) select the model (they change the
+    output and are recorded in the stream).  ``size_hint``, the total input length when known, lets
+    small inputs use smaller tables (changes the output; recorded).  ``threads`` and ``progress``
+    only change speed and reporting.
     """
 
     def __init__(self, *, level: int | None = None, model: str | None = None,
-                 size_hint: int | None = None, threads: int | None = None):
+                 size_hint: int | None = None, threads: int | None = None, progress=None):
+        check_options(level=level, model=model, threads=threads)
+        if size_hint is not None:
+            size_hint = operator.index(size_hint)
         self._spec = spec_for_level(level, size_hint, model)
         self._threads = threads or 1
         _set_threads(threads)
         self._model = build_model(self._spec)
+        self._snapshot = None
+        self._progress = progress
         self._pending = bytearray()
+        self._blocks = 0
         self._length = 0
         self._crc = 0
         self._started = False
@@ -61,11 +110,12 @@ class Compressor:
         """Take more input; return whatever compressed bytes are ready."""
         if self._finished:
             raise ValueError("compressor already flushed")
-        self._pending += memoryview(data).cast("B")
+        view = memoryview(data).cast("B")
+        self._pending += view
         out = bytearray(self._start())
-        while len(self._pending) >= container.BLOCK_SIZE:
-            out += self._block(bytes(self._pending[: container.BLOCK_SIZE]))
-            del self._pending[: container.BLOCK_SIZE]
+        while len(self._pending) >= (limit := container.block_limit(self._blocks)):
+            out += self._block(bytes(self._pending[:limit]))
+            del self._pending[:limit]
         return bytes(out)
 
     def flush(self) -> bytes:
@@ -87,36 +137,54 @@ class Compressor:
         return container.write_header(self._spec)
 
     def _block(self, raw: bytes) -> bytes:
+        report = _reporter(self._progress, self._length)
+        self._blocks += 1
         self._length += len(raw)
         self._crc = container.crc32(raw, self._crc)
         compress_zstd = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_content_size=False).compress
-        if self._threads > 1:  # zstandard runs beside the model
-            with ThreadPoolExecutor(1) as pool:
-                zstd_job = pool.submit(compress_zstd, raw)
-                coded = self._model.encode(raw, len(raw) - 1)
-                zstd_payload = zstd_job.result()
+        probe = zstandard.ZstdCompressor(level=PROBE_LEVEL, write_content_size=False).compress(raw)
+        coded = None
+        modelled = len(probe) < PROBE_RATIO * len(raw)
+        if modelled:
+            self._snapshot = self._model.snapshot(reuse=self._snapshot)
+            if self._threads > 1:  # zstandard runs beside the model
+                with ThreadPoolExecutor(1) as pool:
+                    zstd_job = pool.submit(compress_zstd, raw)
+                    coded = self._model.encode(raw, len(raw) - 1, progress=report)
+                    zstd_payload = zstd_job.result()
+            else:
+                coded = self._model.encode(raw, len(raw) - 1, progress=report)
+                zstd_payload = compress_zstd(raw)
         else:
-            coded = self._model.encode(raw, len(raw) - 1)
             zstd_payload = compress_zstd(raw)
-        kind, payload = container.STORED, raw
-        if coded is not None:
-            kind, payload = container.MODELLED, coded
-        if len(zstd_payload) < len(payload):
-            kind, payload = container.ZSTANDARD, zstd_payload
-        return container.write_block(kind, raw, payload)
+        if coded is not None and len(coded) <= len(zstd_payload):
+            return container.write_block(container.MODELLED, raw, coded)
+        if modelled:
+            self._model.restore(self._snapshot)
+        if report is not None:
+            report(len(raw))
+        if len(zstd_payload) < len(raw):
+            return container.write_block(container.ZSTANDARD, raw, zstd_payload)
+        return container.write_block(container.STORED, raw, raw)
 
 
-class Decompressor:
+class Decompressor(_Unpicklable):
     """Decompress one statemix stream given in any pieces (like lzma.LZMADecompressor).
 
     After the stream's end, ``eof`` is True and any further bytes are in ``unused_data``.
+    ``memory_limit`` (bytes; default ``DEFAULT_MEMORY_LIMIT``) refuses a stream whose model would
+    need more memory, before anything is allocated.
     """
 
-    def __init__(self, *, threads: int | None = None):
+    def __init__(self, *, threads: int | None = None, memory_limit: int | None = None, progress=None):
+        check_options(threads=threads, memory_limit=memory_limit)
         _set_threads(threads)
+        self._memory_limit = DEFAULT_MEMORY_LIMIT if memory_limit is None else memory_limit
+        self._progress = progress
         self._input = bytearray()
         self._output = bytearray()
         self._model = None
+        self._learns_other_blocks = False
         self._length = 0
         self._crc = 0
         self._starved = True
@@ -126,9 +194,11 @@ class Decompressor:
 
     def decompress(self, data, max_length: int = -1) -> bytes:
         """Decompress ``data``; return at most ``max_length`` bytes (all there are if negative)."""
+        max_length = operator.index(max_length)
+        view = memoryview(data).cast("B")  # both arguments are checked before any state changes
         if self.eof:
             raise EOFError("already at end of stream")
-        self._input += memoryview(data).cast("B")
+        self._input += view
         self._starved = False
         while (max_length < 0 or len(self._output) < max_length) and not self.eof:
             if not self._step():
@@ -147,8 +217,9 @@ class Decompressor:
         """Decode one header, block or trailer from the input; False when more input is needed."""
         try:
             if self._model is None:
-                spec, used = container.read_header(self._input)
-                self._model = build_model(spec)
+                spec, version, used = container.read_versioned_header(self._input)
+                self._model = build_model(spec, memory_limit=self._memory_limit)
+                self._learns_other_blocks = version == 1
                 del self._input[:used]
                 return True
             header = container.read_block_header(self._input, 0)
@@ -171,8 +242,9 @@ class Decompressor:
         return True
 
     def _decode_block(self, header: container.BlockHeader, payload: bytes) -> bytes:
+        report = _reporter(self._progress, self._length)
         if header.kind == container.MODELLED:
-            return self._model.decode(payload, header.raw_length)
+            return self._model.decode(payload, header.raw_length, progress=report)
         if header.kind == container.STORED:
             raw = payload
         else:
@@ -182,7 +254,10 @@ class Decompressor:
                 raise StatemixError(f"corrupt stream: zstandard block: {exc}") from None
             if len(raw) != header.raw_length:
                 raise StatemixError("corrupt stream: zstandard block has the wrong length")
-        self._model.learn(raw)
+        if self._learns_other_blocks:
+            self._model.learn(raw, progress=report)
+        elif report is not None:
+            report(len(raw))
         return raw
 
     def _finish(self) -> None:
@@ -192,4 +267,3 @@ class Decompressor:
         self.unused_data = bytes(self._input[used:])
         self._input.clear()
         self.eof = True
-

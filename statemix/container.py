@@ -1,4 +1,4 @@
-"""The statemix stream format, version 1, byte by byte.
+"""The statemix stream format, version 2, byte by byte.
 
 A stream is a header, any number of blocks, an end block and a trailer.  Streams may be concatenated;
 they decode to the concatenation of their contents.  Integers marked *varint* are unsigned LEB128
@@ -8,7 +8,7 @@ CRC32 is zlib's (ISO-HDLC polynomial), stored little-endian.
 Header::
 
     magic               4 bytes   89 53 4D 58  ("\\x89SMX")
-    format version      1 byte    1
+    format version      1 byte    2 (1 is still read; see "Blocks and the model" below)
     arithmetic version  1 byte    1: the exact integer/float arithmetic of the models; a stream whose
                                   version this build does not reproduce is refused
     model record length 1 byte    n (1..255)
@@ -34,11 +34,18 @@ End block and trailer::
     original length     varint    total bytes of original data in the stream
     CRC32               4 bytes   of all the original data of the stream
 
-The model's state runs on across blocks: a stored or zstandard block is still learned by the model
-(the decoder replays it), so a block boundary changes nothing but where a code word ends.  Writers cut
-blocks every BLOCK_SIZE (1 MiB) bytes of input, so the output does not depend on how the input was fed
-in.  An empty stream is 17 bytes plus the model record (6 bytes for the cm model); data that cannot be
-compressed grows by that much plus 9 bytes per block (MiB).
+Blocks and the model: the model's state runs on across modelled blocks, so a block boundary changes
+nothing but where a code word ends.  In format version 2 a stored or zstandard block never reaches
+the model: the model continues from the end of the previous modelled block as if the block were not
+there, so decoding it costs no model work.  In version 1 the model learned stored and zstandard
+blocks too (the decoder replays them through it).
+
+Writers cut block ``i`` (0, 1, ...) of a stream at ``block_limit(i)`` bytes of input: FIRST_BLOCK
+(16 KiB) doubling up to BLOCK_SIZE (1 MiB), so the first bytes of a stream can be verified and
+released after little model work, and the output does not depend on how the input was fed in.
+Readers accept any block length up to MAX_BLOCK.  An empty stream is 17 bytes plus the model record
+(6 bytes for the cm model); data that cannot be compressed grows by that much plus 9 to 11 bytes per
+block (the first six blocks cover 1,008 KiB, then one block per MiB).
 """
 
 from __future__ import annotations
@@ -53,8 +60,10 @@ from ._varint import encode_varint
 from .models import ModelSpec
 
 MAGIC = b"\x89SMX"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+READ_VERSIONS = (1, 2)
 ARITHMETIC_VERSION = 1
+FIRST_BLOCK = 1 << 14
 BLOCK_SIZE = 1 << 20
 MAX_BLOCK = 1 << 24
 END, MODELLED, STORED, ZSTANDARD = 0, 1, 2, 3
@@ -80,6 +89,11 @@ def decode_varint(buf, pos: int) -> tuple[int, int]:
         raise StatemixError("corrupt stream: length field too long") from None
 
 
+def block_limit(index: int) -> int:
+    """Bytes of input in block ``index`` (from 0) of a stream, except the last block."""
+    return min(BLOCK_SIZE, FIRST_BLOCK << min(index, 32))
+
+
 def _need(buf, end: int) -> None:
     if len(buf) < end:
         raise NeedMore
@@ -93,15 +107,22 @@ def write_header(spec: ModelSpec) -> bytes:
 
 def read_header(buf, pos: int = 0) -> tuple[ModelSpec, int]:
     """Parse a header at ``pos``; return (model spec, position after it)."""
+    spec, _, end = read_versioned_header(buf, pos)
+    return spec, end
+
+
+def read_versioned_header(buf, pos: int = 0) -> tuple[ModelSpec, int, int]:
+    """Parse a header at ``pos``; return (model spec, format version, position after it)."""
     _need(buf, pos + 1)
     available = bytes(buf[pos : pos + 4])
     if not MAGIC.startswith(available):
         raise StatemixError("not a statemix stream (bad magic bytes)")
     _need(buf, pos + 7)
     version, arithmetic, length = buf[pos + 4], buf[pos + 5], buf[pos + 6]
-    if version != FORMAT_VERSION:
+    if version not in READ_VERSIONS:
         raise StatemixError(
-            f"unsupported format version {version} (this statemix reads version {FORMAT_VERSION})"
+            f"unsupported format version {version} (this statemix reads versions "
+            f"{', '.join(map(str, READ_VERSIONS))})"
         )
     if arithmetic != ARITHMETIC_VERSION:
         raise StatemixError(
@@ -115,7 +136,7 @@ def read_header(buf, pos: int = 0) -> tuple[ModelSpec, int]:
     (stored_crc,) = struct.unpack_from("<I", buf, end)
     if crc32(bytes(buf[pos:end])) != stored_crc:
         raise StatemixError("corrupt stream: header checksum mismatch")
-    return ModelSpec.from_bytes(bytes(buf[pos + 7 : end])), end + 4
+    return ModelSpec.from_bytes(bytes(buf[pos + 7 : end])), version, end + 4
 
 
 @dataclass(frozen=True)

@@ -24,6 +24,7 @@ class StreamInfo:
     """One stream of a file: its model record, blocks, sizes (bytes, headers included) and CRC32."""
 
     model: ModelSpec
+    version: int = container.FORMAT_VERSION  # format version (see statemix.container)
     blocks: list[BlockInfo] = field(default_factory=list)
     compressed_size: int = 0
     uncompressed_size: int = 0
@@ -73,9 +74,9 @@ def read_info(fp) -> list[StreamInfo]:
         raise StatemixError("empty input: not a statemix stream")
     while not source.at_end():
         start = source.consumed
-        spec, used = source.parse(lambda buf: container.read_header(buf, 0))
+        spec, version, used = source.parse(lambda buf: container.read_versioned_header(buf, 0))
         source.skip(used)
-        stream = StreamInfo(spec)
+        stream = StreamInfo(spec, version)
         while True:
             header = source.parse(lambda buf: container.read_block_header(buf, 0))
             if header is None:

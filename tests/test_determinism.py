@@ -23,11 +23,11 @@ HERE = Path(__file__).resolve().parent
 
 #: sha256 of determinism_probe.probe_streams(); a change here is a change of format or arithmetic
 GOLDEN = {
-    "oneshot-2": "088268459c334bf3cc04b46c3fc56b9b45eea68413d938bab48b7212c33f440d",
-    "stream-1": "4381d256221f60b9e04443643498bcc32ba1fb64ee9da7556a59471149e5282b",
-    "stream-3": "07fb2e24522f8f1403d2c1586067dbf9c8ceaaf055de7e2247cbc8a965523c24",
-    "ssm": "f7b0f1e02d996621641341bdc00978fe5116ff67f1793ff6129dbc36af5f99c6",
-    "ssm-1": "246740c0d380b50a58040b0e61d59ef00351fe417198b3d422b40df5fdce6a48",
+    "oneshot-2": "a1fec49f0793109edbce49b0cc173cc817edaa45861e9c31ff1bf0720b3cff27",
+    "stream-1": "bdf951a779659ac6107cbcbeea41598d15085ccd8fef559f61cde54efdd3bd3d",
+    "stream-3": "d8bdd0116da1bb75585631f059174f6aead7c43c5a5445a5eb7058b084cb93ee",
+    "ssm": "15f4016e298bbfa2a390bf2ddb6c4dc9841bacd06e2b4ed0243cff72b741fdd6",
+    "ssm-1": "e958dc21722c836a2eeab4d5d5ab556696c50de121ce35aa2fa0421473113418",
 }
 
 VARIANTS = {  # name: (environment, needs its own cache)
