@@ -3,6 +3,13 @@
 Reading wraps a :class:`_DecompressReader` (a raw stream over a Decompressor that moves on to the next
 concatenated stream) in io.BufferedReader; writing feeds a Compressor.  A stream that ends early raises
 EOFError from the reader, as LZMAFile does; every other problem is a StatemixError.
+
+Like BZ2File, a StatemixFile may be shared between threads: one lock serialises every operation, so
+concurrent writes land whole and in some order, and concurrent reads each get a distinct part of the
+data.  Seeking follows LZMAFile: in read mode ``seek()`` moves forward by decoding and backward by
+rewinding the underlying file to the start (so it needs a seekable file) and decoding forward again;
+seeking past the end stops at the end.  Positions are offsets into the uncompressed data.  Neither the
+file nor the codec objects can be pickled (they hold an open file and a model's live state).
 """
 
 from __future__ import annotations
@@ -10,9 +17,10 @@ from __future__ import annotations
 import builtins
 import io
 import os
+import threading
 
 from ._errors import StatemixError
-from .codec import Compressor, Decompressor
+from .codec import Compressor, Decompressor, check_options
 
 _READ_CHUNK = 1 << 16
 
@@ -20,14 +28,19 @@ _READ_CHUNK = 1 << 16
 class _DecompressReader(io.RawIOBase):
     """A raw, read-only stream of the data decompressed from ``fp`` (all its streams in turn)."""
 
-    def __init__(self, fp, threads: int | None = None):
+    def __init__(self, fp, threads: int | None = None, memory_limit=None):
         self._fp = fp
-        self._threads = threads
-        self._decompressor = Decompressor(threads=threads)
+        self._options = dict(threads=threads, memory_limit=memory_limit)
+        self._decompressor = Decompressor(**self._options)
         self._at_end = False
+        self._position = 0  # uncompressed bytes returned so far
+        self._size = -1  # total uncompressed bytes, once the end was reached
 
     def readable(self) -> bool:
         return True
+
+    def seekable(self) -> bool:
+        return self._fp.seekable()
 
     def readinto(self, buffer) -> int:
         with memoryview(buffer) as view, view.cast("B") as target:
@@ -45,8 +58,9 @@ class _DecompressReader(io.RawIOBase):
                 rest = self._decompressor.unused_data or self._fp.read(_READ_CHUNK)
                 if not rest:
                     self._at_end = True
+                    self._size = self._position
                     return b""
-                self._decompressor = Decompressor(threads=self._threads)  # a concatenated stream
+                self._decompressor = Decompressor(**self._options)  # a concatenated stream
             elif self._decompressor.needs_input:
                 rest = self._fp.read(_READ_CHUNK)
                 if not rest:
@@ -55,21 +69,63 @@ class _DecompressReader(io.RawIOBase):
                 rest = b""
             data = self._decompressor.decompress(rest, size)
             if data:
+                self._position += len(data)
                 return data
+
+    def _rewind(self) -> None:
+        self._fp.seek(0)
+        self._decompressor = Decompressor(**self._options)
+        self._at_end = False
+        self._position = 0
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        if whence == io.SEEK_SET:
+            pass
+        elif whence == io.SEEK_CUR:
+            offset += self._position
+        elif whence == io.SEEK_END:
+            if self._size < 0:
+                while self.read(io.DEFAULT_BUFFER_SIZE):
+                    pass
+            offset += self._size
+        else:
+            raise ValueError(f"invalid whence ({whence}, should be {io.SEEK_SET}, {io.SEEK_CUR} or {io.SEEK_END})")
+        if offset < self._position:
+            self._rewind()
+        else:
+            offset -= self._position
+        while offset > 0:  # decode forward, dropping the data
+            data = self.read(min(io.DEFAULT_BUFFER_SIZE, offset))
+            if not data:
+                break
+            offset -= len(data)
+        return self._position
+
+    def tell(self) -> int:
+        return self._position
 
 
 class StatemixFile(io.BufferedIOBase):
-    """A file object giving access to a statemix-compressed file (mode "r", "w", "x" or "a")."""
+    """A file object giving access to a statemix-compressed file (mode "r", "w", "x" or "a").
+
+    ``level`` and ``model`` choose the model when writing (an error in read mode); ``threads`` only
+    changes speed; ``memory_limit`` (bytes, reading) refuses streams whose model needs more.
+    """
 
     def __init__(self, filename, mode: str = "r", *, level: int | None = None,
-                 model: str | None = None, threads: int | None = None):
+                 model: str | None = None, threads: int | None = None, memory_limit=None):
         self._fp = None
         self._close_fp = False
         self._mode = None
+        self._lock = threading.RLock()
         if mode in ("r", "rb"):
             mode_code = "r"
+            if level is not None or model is not None:
+                raise ValueError("level and model can only be given when writing")
         elif mode in ("w", "wb", "x", "xb", "a", "ab"):
             mode_code = mode[0]
+            if memory_limit is not None:
+                raise ValueError("memory_limit can only be given when reading")
         else:
             raise ValueError(f"invalid mode: {mode!r}")
         if not isinstance(filename, (str, bytes, os.PathLike)) and not (
@@ -77,9 +133,8 @@ class StatemixFile(io.BufferedIOBase):
         ):
             raise TypeError("filename must be a str, bytes, os.PathLike or file object")
         # options are checked (by building the codec) before any file is opened or truncated
-        if mode_code == "r":
-            Decompressor(threads=threads)
-        else:
+        check_options(level=level, model=model, threads=threads, memory_limit=memory_limit)
+        if mode_code != "r":
             compressor = Compressor(level=level, model=model, threads=threads)
         if isinstance(filename, (str, bytes, os.PathLike)):
             self._fp = builtins.open(filename, mode_code + "b")
@@ -87,31 +142,35 @@ class StatemixFile(io.BufferedIOBase):
         else:
             self._fp = filename
         if mode_code == "r":
-            self._buffer = io.BufferedReader(_DecompressReader(self._fp, threads))
+            self._buffer = io.BufferedReader(_DecompressReader(self._fp, threads, memory_limit))
             self._mode = "r"
         else:
             self._compressor = compressor
             self._mode = "w"
-        self._position = 0
+        self._position = 0  # uncompressed bytes written
+
+    def __reduce__(self):
+        raise TypeError(f"cannot pickle {type(self).__name__!r} object")
 
     def close(self) -> None:
-        if self._mode is None:
-            return
-        try:
-            if self._mode == "r":
-                self._buffer.close()
-                self._buffer = None
-            else:
-                self._fp.write(self._compressor.flush())
-                self._compressor = None
-        finally:
+        with self._lock:
+            if self._mode is None:
+                return
             try:
-                if self._close_fp:
-                    self._fp.close()
+                if self._mode == "r":
+                    self._buffer.close()
+                    self._buffer = None
+                else:
+                    self._fp.write(self._compressor.flush())
+                    self._compressor = None
             finally:
-                self._fp = None
-                self._close_fp = False
-                self._mode = None
+                try:
+                    if self._close_fp:
+                        self._fp.close()
+                finally:
+                    self._fp = None
+                    self._close_fp = False
+                    self._mode = None
 
     @property
     def closed(self) -> bool:
@@ -130,61 +189,70 @@ class StatemixFile(io.BufferedIOBase):
         return self._mode == "w"
 
     def seekable(self) -> bool:
-        return False
+        """True in read mode when the underlying file can seek (as LZMAFile)."""
+        return self.readable() and self._buffer.seekable()
 
     def read(self, size: int | None = -1) -> bytes:
-        self._check_mode("r")
-        data = self._buffer.read(-1 if size is None else size)
-        self._position += len(data)
-        return data
+        with self._lock:
+            self._check_mode("r")
+            return self._buffer.read(-1 if size is None else size)
 
     def read1(self, size: int = -1) -> bytes:
-        self._check_mode("r")
-        data = self._buffer.read1(size if size >= 0 else _READ_CHUNK)
-        self._position += len(data)
-        return data
+        with self._lock:
+            self._check_mode("r")
+            return self._buffer.read1(size if size >= 0 else _READ_CHUNK)
 
     def readinto(self, buffer) -> int:
-        self._check_mode("r")
-        n = self._buffer.readinto(buffer)
-        self._position += n
-        return n
+        with self._lock:
+            self._check_mode("r")
+            return self._buffer.readinto(buffer)
 
     def readline(self, size: int | None = -1) -> bytes:
-        self._check_mode("r")
-        line = self._buffer.readline(-1 if size is None else size)
-        self._position += len(line)
-        return line
+        with self._lock:
+            self._check_mode("r")
+            return self._buffer.readline(-1 if size is None else size)
 
     def peek(self, size: int = -1) -> bytes:
-        self._check_mode("r")
-        return self._buffer.peek(size)
+        with self._lock:
+            self._check_mode("r")
+            return self._buffer.peek(size)
 
     def write(self, data) -> int:
-        self._check_mode("w")
-        with memoryview(data) as view:
-            length = view.nbytes
-            self._fp.write(self._compressor.compress(view))
-        self._position += length
-        return length
+        with self._lock:
+            self._check_mode("w")
+            with memoryview(data) as view:
+                length = view.nbytes
+                self._fp.write(self._compressor.compress(view))
+            self._position += length
+            return length
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        """Move to ``offset`` bytes of uncompressed data (read mode only; may be slow, see above)."""
+        with self._lock:
+            self._check_mode("r", "seeking")
+            if not self._buffer.seekable():
+                raise io.UnsupportedOperation("the underlying file object does not support seeking")
+            return self._buffer.seek(offset, whence)
 
     def tell(self) -> int:
-        self._check_open()
-        return self._position
+        with self._lock:
+            self._check_open()
+            return self._buffer.tell() if self._mode == "r" else self._position
 
     def _check_open(self) -> None:
         if self._mode is None:
             raise ValueError("I/O operation on closed file")
 
-    def _check_mode(self, mode: str) -> None:
+    def _check_mode(self, mode: str, action: str | None = None) -> None:
         self._check_open()
         if self._mode != mode:
-            raise io.UnsupportedOperation(f"file not open for {'reading' if mode == 'r' else 'writing'}")
+            action = action or ("reading" if mode == "r" else "writing")
+            raise io.UnsupportedOperation(f"file not open for {action}")
 
 
 def open(file, mode: str = "rb", *, level: int | None = None, model: str | None = None,
-         threads: int | None = None, encoding: str | None = None, errors: str | None = None,
-         newline: str | None = None):
+         threads: int | None = None, memory_limit=None, encoding: str | None = None,
+         errors: str | None = None, newline: str | None = None):
     """Open a statemix-compressed file in binary or text mode, like lzma.open()."""
     if "t" in mode:
         if "b" in mode:
@@ -196,7 +264,8 @@ def open(file, mode: str = "rb", *, level: int | None = None, model: str | None 
             raise ValueError("argument 'errors' not supported in binary mode")
         if newline is not None:
             raise ValueError("argument 'newline' not supported in binary mode")
-    binary = StatemixFile(file, mode.replace("t", ""), level=level, model=model, threads=threads)
+    binary = StatemixFile(file, mode.replace("t", ""), level=level, model=model, threads=threads,
+                          memory_limit=memory_limit)
     if "t" in mode:
         return io.TextIOWrapper(binary, encoding=io.text_encoding(encoding), errors=errors, newline=newline)
     return binary
