@@ -4,23 +4,27 @@ This module only translates arguments into library calls and library errors into
 and exit codes (0 success, 1 error, 2 warning).  The library (and with it numba) is imported inside the
 commands, so ``statemix --help`` and ``statemix --version`` start instantly.
 
-Output files are written to a hidden temporary file beside the target and moved into place only after
-the whole input was processed, so an error or an interruption (SIGINT, SIGTERM) never leaves partial
-output behind, an existing file is never replaced without --force, and the input is never touched
-(it is deleted only with --rm, after success).
+Output files appear only when complete (see ``output.py``: a nameless file linked into place on
+success; devices and FIFOs are written through), so an error or an interruption (SIGINT, SIGTERM)
+never leaves partial output behind, an existing file is never replaced without --force, and the input
+is never touched (it is deleted only with --rm, after success).  The library reports progress between
+model steps of at most about 0.1 s; that is where the progress bar moves and where a signal takes
+effect.  File names in messages are shown with control characters escaped, so every message is one
+line.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import signal
 import stat
 import sys
-import tempfile
 import time
-from contextlib import contextmanager
 
 import click
+
+from .output import OutputError, output_file
 
 SUFFIX = ".smx"
 CHUNK = 1 << 20
@@ -82,8 +86,16 @@ class _Output:
             raise Problem(f"{self._name}: cannot write: {exc.strerror or exc}") from None
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
+def _escape(text: str) -> str:
+    """``text`` with control characters (and undecodable file name bytes) escaped: one line."""
+    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
+
+
 def _say(message: str) -> None:
-    click.echo(f"statemix: {message}", err=True)
+    click.echo(f"statemix: {_escape(message)}", err=True)
 
 
 def _version() -> str:
@@ -93,47 +105,6 @@ def _version() -> str:
         return version("statemix")
     except PackageNotFoundError:
         return "unknown"
-
-
-@contextmanager
-def _output_file(path: str, force: bool, like: os.stat_result | None):
-    """Yield a binary file that becomes ``path`` only if the block finishes without an exception."""
-    directory = os.path.dirname(path) or "."
-    if os.path.lexists(path) and not force:
-        raise Problem(f"{path}: output file exists (use -f to overwrite)")
-    try:
-        handle, temporary = tempfile.mkstemp(dir=directory, prefix="." + os.path.basename(path) + ".",
-                                             suffix=".tmp")
-    except OSError as exc:
-        raise Problem(f"{path}: cannot create output: {exc.strerror}") from None
-    try:
-        out = os.fdopen(handle, "wb")
-        try:
-            yield out
-        except BaseException:
-            out.close()
-            raise
-        try:
-            out.close()
-        except OSError as exc:
-            raise Problem(f"{path}: cannot write: {exc.strerror or exc}") from None
-        if like is not None:
-            os.chmod(temporary, stat.S_IMODE(like.st_mode))
-            os.utime(temporary, ns=(like.st_atime_ns, like.st_mtime_ns))
-        if force:
-            os.replace(temporary, path)
-        else:
-            try:
-                os.link(temporary, path)  # fails if path appeared meanwhile: never clobber
-            except FileExistsError:
-                raise Problem(f"{path}: output file exists (use -f to overwrite)") from None
-            os.unlink(temporary)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def _open_input(path: str):
@@ -157,8 +128,23 @@ def _open_input(path: str):
 def _progress(total: int | None, name: str, enabled: bool):
     from tqdm import tqdm
 
-    return tqdm(total=total, desc=name, unit="B", unit_scale=True, unit_divisor=1024,
-                disable=not enabled, leave=False, file=sys.stderr)
+    try:  # a terminal that reports no size (0 x 0) would hide the bar
+        size = os.get_terminal_size(sys.stderr.fileno())
+        width, height = size.columns or 80, size.lines or 24
+    except (OSError, ValueError):
+        width, height = 80, 24
+    return tqdm(total=total, desc=name, unit="B", unit_scale=True, unit_divisor=1024, ncols=width,
+                nrows=height, disable=not enabled, leave=False, file=sys.stderr)
+
+
+def _reporter(bar, base: int = 0):
+    """The library's progress callback (``base`` + ``done`` bytes so far): move the bar, and act on
+    a signal that arrived."""
+    def report(done: int) -> None:
+        if base + done > bar.n:
+            bar.update(base + done - bar.n)
+        _checkpoint()
+    return report
 
 
 def _compress_stream(src, dst, size: int | None, opts: dict, bar) -> tuple[int, int]:
@@ -166,32 +152,51 @@ def _compress_stream(src, dst, size: int | None, opts: dict, bar) -> tuple[int, 
     import statemix
 
     compressor = statemix.Compressor(level=opts["level"], model=opts["model"], size_hint=size,
-                                     threads=opts["threads"])
+                                     threads=opts["threads"], progress=_reporter(bar))
     read = written = 0
     while chunk := _read(src, CHUNK):
         out = compressor.compress(chunk)
         dst.write(out)
         read += len(chunk)
         written += len(out)
-        bar.update(len(chunk))
     out = compressor.flush()
     dst.write(out)
     return read, written + len(out)
 
 
-def _decompress_stream(src, dst, threads, bar) -> tuple[int, int]:
+def _uncompressed_size(src, info) -> int | None:
+    """The total the streams of a regular file decode to (a quick scan), for the progress bar."""
+    import statemix
+
+    if info is None:
+        return None
+    try:
+        return sum(s.uncompressed_size for s in statemix.read_info(src))
+    except statemix.StatemixError:
+        return None  # decoding will say what is wrong
+    finally:
+        src.seek(0)
+
+
+def _decompress_stream(src, dst, opts: dict, bar) -> tuple[int, int]:
     """Decompress every stream of ``src`` into ``dst`` (or nowhere); return (bytes read, written)."""
     import statemix
 
+    options = dict(threads=opts["threads"], memory_limit=opts["memory"], progress=None)
     read = written = 0
-    decompressor = statemix.Decompressor(threads=threads)
+
+    def new_decompressor():
+        options["progress"] = _reporter(bar, written)
+        return statemix.Decompressor(**options)
+
+    decompressor = new_decompressor()
     seen_any = False
     while True:
         if decompressor.eof:
             chunk = decompressor.unused_data or _read(src, CHUNK)
             if not chunk:
                 break
-            decompressor = statemix.Decompressor(threads=threads)
+            decompressor = new_decompressor()
         else:
             chunk = _read(src, CHUNK)
             if not chunk:
@@ -200,7 +205,6 @@ def _decompress_stream(src, dst, threads, bar) -> tuple[int, int]:
                 raise statemix.StatemixError("truncated stream: the input ended before the end of the stream")
         seen_any = True
         read += len(chunk)
-        bar.update(len(chunk))
         out = decompressor.decompress(chunk)
         if dst is not None:
             dst.write(out)
@@ -227,14 +231,16 @@ def _process(path: str, opts: dict) -> None:
     name = "(stdin)" if path == "-" else path
     try:
         size = info.st_size if info is not None else None
+        if mode != "compress" and opts["progress"]:
+            size = _uncompressed_size(src, info)
         bar = _progress(size, os.path.basename(name), opts["progress"])
         with bar:
+            work = _compress_stream if mode == "compress" else _decompress_work
             if mode == "test":
-                consumed, produced = _decompress_stream(src, None, opts["threads"], bar)
+                consumed, produced = work(src, None, size, opts, bar)
                 result = f"{name}: OK ({produced} bytes)"
             else:
                 to_stdout = opts["stdout"] or (path == "-" and opts["output"] is None)
-                work = _compress_work if mode == "compress" else _decompress_work
                 if to_stdout:
                     if mode == "compress" and sys.stdout.isatty() and not opts["force"]:
                         raise Problem("compressed data not written to a terminal (use -f to force)")
@@ -245,8 +251,11 @@ def _process(path: str, opts: dict) -> None:
                         raise Problem(f"(stdout): cannot write: {exc.strerror or exc}") from None
                 else:
                     target = _target_name(path, mode == "decompress", opts["suffix"], opts["output"])
-                    with _output_file(target, opts["force"], info) as out:
-                        consumed, produced = work(src, _Output(out, target), size, opts, bar)
+                    try:
+                        with output_file(target, opts["force"], info) as out:
+                            consumed, produced = work(src, _Output(out, target), size, opts, bar)
+                    except OutputError as exc:
+                        raise Problem(str(exc)) from None
                 result = f"{name}: {consumed} -> {produced} bytes"
                 if mode == "compress" and consumed:
                     result += f" ({8 * produced / consumed:.3f} bits per byte)"
@@ -259,12 +268,8 @@ def _process(path: str, opts: dict) -> None:
         os.unlink(path)
 
 
-def _compress_work(src, out, size, opts, bar) -> tuple[int, int]:
-    return _compress_stream(src, out, size, opts, bar)
-
-
 def _decompress_work(src, out, size, opts, bar) -> tuple[int, int]:
-    return _decompress_stream(src, out, opts["threads"], bar)
+    return _decompress_stream(src, out, opts, bar)
 
 
 def _list(paths: list[str], verbose: bool) -> int:
@@ -291,16 +296,32 @@ def _list(paths: list[str], verbose: bool) -> int:
         unpacked = sum(s.uncompressed_size for s in streams)
         ratio = f"{packed / unpacked:.3f}" if unpacked else "---"
         blocks = sum(len(s.blocks) for s in streams)
-        click.echo(f"{len(streams):>5} {blocks:>6} {packed:>12} {unpacked:>12} {ratio:>6}  CRC32  {path}")
+        click.echo(f"{len(streams):>5} {blocks:>6} {packed:>12} {unpacked:>12} {ratio:>6}  CRC32  {_escape(path)}")
         if verbose:
             for number, s in enumerate(streams, 1):
                 kinds = ", ".join(f"{b.kind} {b.raw_length}->{b.payload_length}" for b in s.blocks)
-                click.echo(f"    stream {number}: {s.model.describe()}, crc32 {s.crc32:08x}; blocks: {kinds or 'none'}")
+                click.echo(f"    stream {number}: format {s.version}, {s.model.describe()}, crc32 {s.crc32:08x}; "
+                           f"blocks: {kinds or 'none'}")
     return status
 
 
+_SIZE = re.compile(r"(\d+)\s*(|k|kib|m|mib|g|gib)", re.IGNORECASE)
+
+
+def _memory_size(ctx, param, value):
+    """--memory SIZE: bytes, or KiB/MiB/GiB (also K, M, G); 0 means no limit."""
+    if value is None:
+        return None
+    match = _SIZE.fullmatch(value.strip())
+    if match is None:
+        raise click.BadParameter(f"{value!r} is not a size such as 800MiB or 2GiB")
+    number, unit = int(match.group(1)), match.group(2).lower()
+    size = number << {"": 0, "k": 10, "kib": 10, "m": 20, "mib": 20, "g": 30, "gib": 30}[unit]
+    return size or 1 << 62
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("files", nargs=-1, type=click.Path())
+@click.argument("files", nargs=-1)
 @click.option("-z", "--compress", "mode", flag_value="compress", default=True, help="Compress (the default).")
 @click.option("-d", "--decompress", "mode", flag_value="decompress", help="Decompress.")
 @click.option("-t", "--test", "mode", flag_value="test", help="Decompress and check, writing nothing.")
@@ -319,11 +340,14 @@ def _list(paths: list[str], verbose: bool) -> int:
 @click.option("--model", type=click.Choice(["cm", "ssm"]),
               help="Model family: cm (default), or ssm (state-space model mixed with count models; "
                    "slow; --level 1 drops the state-space model).")
+@click.option("--memory", "memory", callback=_memory_size, metavar="SIZE",
+              help="Refuse to decode streams whose model needs more memory than SIZE (e.g. 800MiB, "
+                   "2GiB; 0: no limit). Default: 1 GiB, above every preset.")
 @click.option("-1", "--fast", "level_flag", flag_value=1, help="Same as --level 1.")
 @click.option("-3", "--best", "level_flag", flag_value=3, help="Same as --level 3.")
 @click.version_option(_version(), "-V", "--version", prog_name="statemix", message="%(prog)s %(version)s")
 def main(files, mode, to_stdout, output, keep, remove, force, quiet, verbose, threads, suffix, level,
-         model, level_flag):
+         model, memory, level_flag):
     """Compress or decompress FILES with statemix (no FILES or '-': standard input to output).
 
     Subcommand: 'statemix diagnose FILE' reports where the bits go (see 'statemix diagnose --help').
@@ -341,7 +365,8 @@ def main(files, mode, to_stdout, output, keep, remove, force, quiet, verbose, th
 
     opts = dict(mode=mode, stdout=to_stdout, output=output, remove=remove, force=force,
                 verbose=verbose and not quiet, threads=threads or os.cpu_count() or 1, suffix=suffix,
-                level=level or level_flag, model=model, progress=sys.stderr.isatty() and not quiet)
+                level=level or level_flag, model=model, memory=memory,
+                progress=sys.stderr.isatty() and verbose and not quiet)
     status = EXIT_OK
     for path in paths:
         try:

@@ -179,7 +179,7 @@ def test_list_option(tmp_path, smx_file):
     lines = result.stdout.decode().splitlines()
     assert len(lines) == 3  # heading, one line per file
     fields = lines[1].split()
-    assert fields[0] == "1" and fields[1] == "1"  # streams, blocks
+    assert fields[0] == "1" and fields[1] == "2"  # streams, blocks (16 KiB, then the rest)
     assert fields[2] == str(smx_file.stat().st_size) and fields[3] == str(len(TEXT))
     assert fields[-1] == "b.bin.smx"
     fields = lines[2].split()
@@ -466,27 +466,35 @@ def test_usage_errors(tmp_path, text_file, args):
 # Interruption
 
 
-def wait_for_temporary_file(proc: subprocess.Popen, directory: Path, timeout: float = 60) -> None:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a running process (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def wait_until_working(proc: subprocess.Popen, seconds: float, timeout: float = 60) -> None:
+    """Wait until ``proc`` has used ``seconds`` of CPU (past start-up: inside the model's loop)."""
     deadline = time.monotonic() + timeout
-    while not any(p.name.endswith(".tmp") for p in directory.iterdir()):
-        assert proc.poll() is None, "the command ended before it began to write"
-        assert time.monotonic() < deadline, "no temporary output file appeared"
+    while cpu_seconds(proc.pid) < seconds:
+        assert proc.poll() is None, "the command ended before it could be interrupted"
+        assert time.monotonic() < deadline, "the command did not get to work"
         time.sleep(0.05)
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
 def test_interruption_leaves_nothing_behind(tmp_path, signum):
-    # 3 MiB of random bytes: three blocks, several seconds of model work
-    (tmp_path / "big.bin").write_bytes(random.Random(6).randbytes(3 << 20))
+    # 3 MB of text: several seconds of model work at the default level
+    (tmp_path / "big.txt").write_bytes(text_sample(3_000_000, seed=6))
     before = snapshot(tmp_path)
-    proc = subprocess.Popen([*CLI, "big.bin"], cwd=tmp_path, stdin=subprocess.DEVNULL,
+    proc = subprocess.Popen([*CLI, "big.txt"], cwd=tmp_path, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        wait_for_temporary_file(proc, tmp_path)
-        time.sleep(1.5)  # past loading the kernels: inside the model's loop
+        wait_until_working(proc, 2.5)
         assert proc.poll() is None, "the command ended before it could be interrupted"
+        signalled = time.monotonic()
         proc.send_signal(signum)
         out, err = proc.communicate(timeout=120)
+        reaction = time.monotonic() - signalled
     finally:
         if proc.poll() is None:
             proc.kill()
@@ -495,6 +503,20 @@ def test_interruption_leaves_nothing_behind(tmp_path, signum):
     assert_one_error(result, "interrupt")
     assert out == b""
     assert snapshot(tmp_path) == before
+    assert reaction < 1.5, f"the signal took effect after {reaction:.2f} s"
+
+
+def test_sigkill_leaves_nothing_behind(tmp_path):
+    (tmp_path / "big.txt").write_bytes(text_sample(3_000_000, seed=6))
+    before = snapshot(tmp_path)
+    proc = subprocess.Popen([*CLI, "big.txt"], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        wait_until_working(proc, 2.5)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert snapshot(tmp_path) == before  # the output had no name yet (O_TMPFILE)
 
 
 # ---------------------------------------------------------------------------------------------------

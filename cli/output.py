@@ -1,0 +1,203 @@
+"""Output files that appear only when complete, and special files that are written through.
+
+:func:`output_file` yields a binary file for the output ``path``:
+
+- If ``path`` exists and is not a regular file (a character device such as /dev/null, a FIFO, a
+  socket), the data is written through to it, as xz and zstd do: the node is never replaced.  A block
+  device needs --force (it holds data).  A directory is an error.
+- Otherwise the data goes into a file with no name (Linux O_TMPFILE in the target's directory), linked
+  into place only after the whole output was written.  An error, an interruption or even SIGKILL
+  leaves nothing behind.  An existing regular file is replaced only with ``force`` (atomically: the
+  complete output is linked under a hidden name and renamed over it).
+- Where O_TMPFILE is not available (another OS, some file systems), a hidden temporary file
+  ``.NAME.HOST.PID.RANDOM.smxtmp`` beside the target takes its place.  Only SIGKILL or a power cut can
+  leave one behind; any later run that writes into the same folder removes such files of this host
+  whose process is gone.
+
+The output's permissions: those of the input when it is a regular file (and its times), else
+0666 minus the umask, as for any new file.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import secrets
+import socket
+import stat
+from contextlib import contextmanager
+
+TEMP_SUFFIX = ".smxtmp"
+
+
+class OutputError(Exception):
+    """The output cannot be created or completed (the message names the path)."""
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def _host() -> str:
+    return socket.gethostname().replace("/", "_") or "localhost"
+
+
+def _temporary_name(path: str) -> str:
+    directory, base = os.path.split(path)
+    tag = f".{base}.{_host()}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+    return os.path.join(directory, tag)
+
+
+def _owner_is_gone(name: str) -> bool:
+    """True if ``name`` is a temporary file of ours whose process on this host has ended."""
+    if not (name.startswith(".") and name.endswith(TEMP_SUFFIX)):
+        return False
+    parts = name[: -len(TEMP_SUFFIX)].rsplit(".", 2)  # ".NAME.HOST", PID, RANDOM
+    if len(parts) != 3 or not parts[0].endswith("." + _host()) or not parts[1].isdigit():
+        return False
+    pid = parts[1]
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:  # alive, but another user's
+        return False
+    return False
+
+
+def remove_stale_temporaries(directory: str) -> None:
+    """Remove the temporary files that interrupted runs of this host left in ``directory``."""
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return
+    for name in names:
+        if _owner_is_gone(name):
+            full = os.path.join(directory, name)
+            try:
+                info = os.lstat(full)
+                if stat.S_ISREG(info.st_mode) and info.st_uid == os.geteuid():
+                    os.unlink(full)
+            except OSError:
+                pass
+
+
+def _anonymous_file(directory: str) -> int | None:
+    """An O_TMPFILE descriptor in ``directory`` that can be linked later, or None if unsupported."""
+    flag = getattr(os, "O_TMPFILE", None)
+    if flag is None:
+        return None
+    try:
+        fd = os.open(directory, flag | os.O_WRONLY | os.O_CLOEXEC, 0o666)
+    except OSError as exc:
+        if exc.errno in (errno.EOPNOTSUPP, errno.EISDIR, errno.EINVAL, errno.ENOENT) and os.path.isdir(directory):
+            return None
+        raise
+    if not os.path.exists(f"/proc/self/fd/{fd}"):  # linking it needs /proc
+        os.close(fd)
+        return None
+    return fd
+
+
+@contextmanager
+def output_file(path: str, force: bool, like: os.stat_result | None):
+    """Yield a binary file that becomes ``path`` only if the block finishes without an exception.
+
+    ``like``: the input's stat when it is a regular file (its mode and times are copied).
+    """
+    try:
+        target = os.stat(path)
+    except FileNotFoundError:
+        target = None
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot create output: {exc.strerror}") from None
+    if target is not None and not stat.S_ISREG(target.st_mode):
+        yield from _write_through(path, target, force)
+        return
+    if (target is not None or os.path.islink(path)) and not force:
+        raise OutputError(f"{path}: output file exists (use -f to overwrite)")
+    directory = os.path.dirname(path) or "."
+    remove_stale_temporaries(directory)
+    mode = stat.S_IMODE(like.st_mode) if like is not None else 0o666 & ~_umask()
+    try:
+        fd = _anonymous_file(directory)
+        temporary = None
+        if fd is None:
+            temporary = _temporary_name(path)
+            fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot create output: {exc.strerror}") from None
+    out = os.fdopen(fd, "wb")
+    try:
+        yield out
+        try:
+            out.flush()
+            os.fchmod(fd, mode)
+            if like is not None:
+                os.utime(fd, ns=(like.st_atime_ns, like.st_mtime_ns))
+            if temporary is None:
+                _link_into_place(f"/proc/self/fd/{fd}", path, force, linked_name=_temporary_name(path))
+            else:
+                _link_into_place(temporary, path, force, linked_name=None)
+        except OSError as exc:
+            raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
+    finally:
+        out.close()
+        if temporary is not None:
+            try:
+                os.unlink(temporary)
+            except FileNotFoundError:
+                pass
+
+
+def _link(source: str, path: str) -> None:
+    """Hard-link ``source`` as ``path``, following a /proc/self/fd link to the file it stands for.
+
+    (os.link calls link(2), which links the /proc symlink itself and fails with EXDEV; with a
+    directory descriptor it calls linkat(2), which follows it.  ``source`` is absolute or relative to
+    the working directory, so the descriptor of the working directory changes nothing else.)
+    """
+    here = os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.link(source, path, src_dir_fd=here, dst_dir_fd=here, follow_symlinks=True)
+    finally:
+        os.close(here)
+
+
+def _link_into_place(source: str, path: str, force: bool, linked_name: str | None) -> None:
+    """Give the complete output the name ``path`` (replacing a file there only with ``force``)."""
+    if not force:
+        try:
+            _link(source, path)  # fails if path appeared meanwhile: never clobber
+        except FileExistsError:
+            raise OutputError(f"{path}: output file exists (use -f to overwrite)") from None
+        return
+    if linked_name is None:
+        os.replace(source, path)
+        return
+    _link(source, linked_name)
+    try:
+        os.replace(linked_name, path)
+    except BaseException:
+        os.unlink(linked_name)
+        raise
+
+
+def _write_through(path: str, target: os.stat_result, force: bool):
+    if stat.S_ISDIR(target.st_mode):
+        raise OutputError(f"{path}: is a directory")
+    if stat.S_ISBLK(target.st_mode) and not force:
+        raise OutputError(f"{path}: is a block device (use -f to write to it)")
+    try:
+        out = open(path, "wb")
+    except OSError as exc:
+        raise OutputError(f"{path}: cannot write: {exc.strerror}") from None
+    try:
+        yield out
+    finally:
+        try:
+            out.close()
+        except OSError as exc:
+            raise OutputError(f"{path}: cannot write: {exc.strerror}") from None

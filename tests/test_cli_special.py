@@ -1,0 +1,185 @@
+"""The command line under a person's hands: special files, privileges, terminals, odd names.
+
+Runs the real command in subprocesses, as tests/test_cli.py does (whose helpers it uses).  Checks that
+need root (mknod) skip elsewhere; the unreadable-file check drops root's capabilities with setpriv so
+that a file of mode 000 is really unreadable.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+import shutil
+import socket
+import stat
+import struct
+import subprocess
+import sys
+import termios
+import threading
+from pathlib import Path
+
+import pytest
+
+import statemix
+
+from conftest import SHARED_DATA, text_sample
+from test_cli import CLI, TEXT, assert_ok, check_error, run, snapshot
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mknod)")
+
+
+@pytest.fixture
+def text_file(tmp_path) -> Path:
+    path = tmp_path / "a.txt"
+    path.write_bytes(TEXT)
+    return path
+
+
+@needs_root
+def test_character_device_output_is_written_through(tmp_path, text_file):
+    device = tmp_path / "null"
+    os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 3))  # a copy of /dev/null
+    for args in (["-o", "null", "a.txt"], ["-f", "-o", "null", "a.txt"], ["-d", "-f", "-o", "null", "-"]):
+        stdin = statemix.compress(TEXT) if "-d" in args else None
+        assert_ok(run(args, tmp_path, stdin=stdin))
+        assert stat.S_ISCHR(device.lstat().st_mode), args
+        assert device.stat().st_rdev == os.makedev(1, 3)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "null"]
+
+
+def test_dev_null_output(tmp_path, text_file):
+    assert_ok(run(["-o", "/dev/null", "a.txt"], tmp_path))
+    assert stat.S_ISCHR(os.stat("/dev/null").st_mode)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt"]
+
+
+def test_fifo_output_is_written_through(tmp_path, text_file):
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    received = []
+    reader = threading.Thread(target=lambda: received.append(fifo.read_bytes()))
+    reader.start()
+    assert_ok(run(["-o", "pipe", "a.txt"], tmp_path))
+    reader.join(60)
+    assert statemix.decompress(received[0]) == TEXT
+    assert stat.S_ISFIFO(fifo.lstat().st_mode)
+
+
+def test_output_of_a_fifo_input_gets_the_usual_mode(tmp_path):
+    fifo = tmp_path / "in"
+    os.mkfifo(fifo)
+    writer = threading.Thread(target=lambda: fifo.write_bytes(TEXT))
+    writer.start()
+    old = os.umask(0o022)
+    try:
+        assert_ok(run(["in"], tmp_path))
+    finally:
+        os.umask(old)
+    writer.join(60)
+    assert stat.S_IMODE((tmp_path / "in.smx").stat().st_mode) == 0o644  # 0666 & ~umask
+    assert statemix.decompress((tmp_path / "in.smx").read_bytes()) == TEXT
+
+
+def test_socket_output_is_an_error(tmp_path, text_file):
+    with socket.socket(socket.AF_UNIX) as server:
+        server.bind(str(tmp_path / "sock"))
+        check_error(tmp_path, ["-o", "sock", "a.txt"], "sock")
+
+
+def test_directory_output_is_an_error(tmp_path, text_file):
+    (tmp_path / "d").mkdir()
+    check_error(tmp_path, ["-f", "-o", "d", "a.txt"], "d", "directory")
+
+
+@pytest.mark.skipif(shutil.which("setpriv") is None, reason="needs setpriv (util-linux)")
+def test_unreadable_file_in_the_middle_of_a_list(tmp_path):
+    for name in ("a", "b", "c"):
+        (tmp_path / name).write_bytes(name.encode() * 1000)
+    (tmp_path / "b").chmod(0)
+    drop = ["setpriv", "--inh-caps=-all", "--bounding-set=-all", "--"]
+    if os.geteuid() != 0:
+        drop = []
+    result = subprocess.run([*drop, *CLI, "a", "b", "c"], cwd=tmp_path, capture_output=True,
+                            stdin=subprocess.DEVNULL, timeout=300)
+    (tmp_path / "b").chmod(0o644)
+    assert result.returncode == 1
+    lines = result.stderr.decode().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("statemix: b: ") and "ermission" in lines[0], lines
+    assert statemix.decompress((tmp_path / "a.smx").read_bytes()) == b"a" * 1000
+    assert statemix.decompress((tmp_path / "c.smx").read_bytes()) == b"c" * 1000
+    assert not (tmp_path / "b.smx").exists()
+
+
+def test_stale_temporary_files_of_dead_processes_are_removed(tmp_path, text_file):
+    host = socket.gethostname()
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    stale = tmp_path / f".x.smx.{host}.{dead}.0123abcd.smxtmp"
+    alive = tmp_path / f".y.smx.{host}.{os.getpid()}.0123abcd.smxtmp"
+    foreign = tmp_path / f".z.smx.other-host.{dead}.0123abcd.smxtmp"
+    for path in (stale, alive, foreign):
+        path.write_bytes(b"partial")
+    assert_ok(run(["a.txt"], tmp_path))
+    assert not stale.exists()
+    assert alive.exists() and foreign.exists()
+
+
+def test_control_characters_in_names_are_escaped(tmp_path):
+    check_error(tmp_path, ["no\nsuch\x1bfile"], "no\\nsuch\\x1bfile")
+
+
+def test_list_verbose_names_the_model_in_words(tmp_path, text_file):
+    assert_ok(run(["a.txt"], tmp_path))
+    result = run(["-l", "-v", "a.txt.smx"], tmp_path)
+    assert_ok(result)
+    line = result.stdout.decode().splitlines()[-1]
+    assert "format 2" in line and "cm level 2" in line, line
+
+
+def test_memory_option_refuses_a_stream_that_needs_more(tmp_path, text_file):
+    assert_ok(run(["a.txt"], tmp_path))
+    os.unlink(text_file)
+    check_error(tmp_path, ["-d", "--memory", "1MiB", "a.txt.smx"], "a.txt.smx", "MiB", "--memory")
+    check_error(tmp_path, ["-d", "--memory", "lots", "a.txt.smx"], "memory")
+    assert_ok(run(["-d", "--memory", "2GiB", "a.txt.smx"], tmp_path))
+    assert text_file.read_bytes() == TEXT
+
+
+def test_python_m_statemix_runs_the_command_line(tmp_path, text_file):
+    result = subprocess.run([sys.executable, "-m", "statemix", "-c", "a.txt"], cwd=tmp_path,
+                            capture_output=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    assert statemix.decompress(result.stdout) == TEXT
+
+
+def _one_megabyte() -> bytes:
+    path = SHARED_DATA / "enwik8" / "enwik8_1M"
+    return path.read_bytes() if path.is_file() else text_sample(1_000_000, seed=16)
+
+
+@pytest.mark.parametrize("level", ["1", "2"])
+def test_progress_bar_moves_in_a_terminal(tmp_path, level):
+    pty = pytest.importorskip("pty")
+    (tmp_path / "one.txt").write_bytes(_one_megabyte())
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 100, 0, 0))  # 100 columns
+    proc = subprocess.Popen([*CLI, "-v", "--level", level, "one.txt"], cwd=tmp_path, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=follower)
+    os.close(follower)
+    screen = bytearray()
+    while True:
+        try:
+            piece = os.read(leader, 4096)
+        except OSError:  # the terminal's other side closed
+            break
+        if not piece:
+            break
+        screen += piece
+    proc.wait(300)
+    os.close(leader)
+    assert proc.returncode == 0, screen
+    updates = re.findall(rb"one\.txt:\s+\d+%", bytes(screen))
+    percentages = {u.split(b":")[1].strip() for u in updates}
+    assert len(percentages) >= 3, bytes(screen)
