@@ -182,33 +182,16 @@ def _decompress_stream(src, dst, opts: dict, bar) -> tuple[int, int]:
     """Decompress every stream of ``src`` into ``dst`` (or nowhere); return (bytes read, written)."""
     import statemix
 
-    options = dict(threads=opts["threads"], memory_limit=opts["memory"], progress=None)
+    decompressor = statemix.StreamsDecompressor(threads=opts["threads"], memory_limit=opts["memory"],
+                                                 progress=_reporter(bar))
     read = written = 0
-
-    def new_decompressor():
-        options["progress"] = _reporter(bar, written)
-        return statemix.Decompressor(**options)
-
-    decompressor = new_decompressor()
-    seen_any = False
-    while True:
-        if decompressor.eof:
-            chunk = decompressor.unused_data or _read(src, CHUNK)
-            if not chunk:
-                break
-            decompressor = new_decompressor()
-        else:
-            chunk = _read(src, CHUNK)
-            if not chunk:
-                if not seen_any:
-                    raise statemix.StatemixError("empty input: not a statemix stream")
-                raise statemix.StatemixError("truncated stream: the input ended before the end of the stream")
-        seen_any = True
+    while chunk := _read(src, CHUNK):
         read += len(chunk)
         out = decompressor.decompress(chunk)
         if dst is not None:
             dst.write(out)
         written += len(out)
+    decompressor.check_end()
     return read, written
 
 

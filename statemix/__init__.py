@@ -13,7 +13,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version as _version
 
 from ._errors import StatemixError
-from .codec import Compressor, Decompressor
+from .codec import Compressor, Decompressor, StreamsDecompressor
 from .file import StatemixFile, open
 from .info import StreamInfo, read_info
 
@@ -28,6 +28,7 @@ __all__ = [
     "StatemixError",
     "StatemixFile",
     "StreamInfo",
+    "StreamsDecompressor",
     "compress",
     "decompress",
     "open",
@@ -54,14 +55,7 @@ def decompress(data, /, *, threads: int | None = None, memory_limit: int | None 
     not another statemix stream, or if a stream's model needs more memory than ``memory_limit``
     bytes (default: ``codec.DEFAULT_MEMORY_LIMIT``, 1 GiB).
     """
-    rest = bytes(memoryview(data).cast("B"))
-    if not rest:
-        raise StatemixError("empty input: not a statemix stream")
-    results = []
-    while rest:
-        decompressor = Decompressor(threads=threads, memory_limit=memory_limit)
-        results.append(decompressor.decompress(rest))
-        if not decompressor.eof:
-            raise StatemixError("truncated stream: the input ended before the end of the stream")
-        rest = decompressor.unused_data
-    return b"".join(results)
+    decompressor = StreamsDecompressor(threads=threads, memory_limit=memory_limit)
+    out = decompressor.decompress(data)
+    decompressor.check_end()
+    return out

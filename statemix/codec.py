@@ -192,6 +192,16 @@ class Decompressor(_Unpicklable):
         self.unused_data = b""
         self.needs_input = True
 
+    @property
+    def length(self) -> int:
+        """Bytes of data decoded (and verified) so far."""
+        return self._length
+
+    @property
+    def crc(self) -> int:
+        """CRC32 of the data decoded so far."""
+        return self._crc
+
     def decompress(self, data, max_length: int = -1) -> bytes:
         """Decompress ``data``; return at most ``max_length`` bytes (all there are if negative)."""
         max_length = operator.index(max_length)
@@ -267,3 +277,81 @@ class Decompressor(_Unpicklable):
         self.unused_data = bytes(self._input[used:])
         self._input.clear()
         self.eof = True
+
+
+class StreamsDecompressor(_Unpicklable):
+    """Decompress any number of concatenated streams, given in any pieces, checking a seek index.
+
+    What ``decompress()``, the file reader and the command line read: streams one after another, and
+    the seek index of a segmented file (``statemix.segments``), whose every entry must match the
+    stream decoded at its place.  Call :meth:`check_end` when the input is exhausted.
+    """
+
+    def __init__(self, **options):
+        self._options = options
+        self._progress = options.pop("progress", None)
+        self._input = bytearray()
+        self._stream = None
+        self._done = 0  # uncompressed bytes of the finished streams
+        self._consumed = 0  # compressed bytes of the current stream so far
+        self._segments: list[container.Segment] = []
+        self.indexed = False
+        self.streams = 0
+
+    def decompress(self, data, max_length: int = -1) -> bytes:
+        """Decompress ``data``; return at most ``max_length`` bytes (all there are if negative)."""
+        max_length = operator.index(max_length)
+        self._input += memoryview(data).cast("B")
+        out = bytearray()
+        while max_length < 0 or len(out) < max_length:
+            if self._stream is None and not self._start():
+                break
+            taken = len(self._input)
+            self._consumed += taken
+            want = -1 if max_length < 0 else max_length - len(out)
+            piece = self._stream.decompress(bytes(self._input), want)
+            self._input.clear()
+            out += piece
+            if self._stream.eof:
+                self._end_of_stream()
+            elif self._stream.needs_input:
+                break
+        return bytes(out)
+
+    def _start(self) -> bool:
+        """Begin the next stream, or take a seek index; False when more input is needed."""
+        while self._input:
+            if self.indexed:
+                raise StatemixError("corrupt stream: data after the seek index")
+            if bytes(self._input[:4]) != container.INDEX_MAGIC[: len(self._input[:4])]:
+                done = self._done
+                progress = None if self._progress is None else (lambda n: self._progress(done + n))
+                self._stream = Decompressor(progress=progress, **self._options)
+                self._consumed = 0
+                self.streams += 1
+                return True
+            try:
+                segments, used = container.read_index(self._input, 0)
+            except NeedMore:
+                return False
+            if segments != self._segments:
+                raise StatemixError("corrupt stream: the seek index does not match the streams")
+            del self._input[:used]
+            self.indexed = True
+        return False
+
+    def _end_of_stream(self) -> None:
+        rest = self._stream.unused_data
+        self._segments.append(container.Segment(self._consumed - len(rest), self._stream.length, self._stream.crc))
+        self._done += self._stream.length
+        self._input += rest
+        self._stream = None
+
+    def check_end(self) -> None:
+        """Raise StatemixError unless the input so far ends exactly after a stream (or its index)."""
+        if self._stream is not None:
+            raise StatemixError("truncated stream: the input ended before the end of the stream")
+        if self._input:
+            raise StatemixError("truncated stream: the input ended inside the seek index")
+        if not self.streams:
+            raise StatemixError("empty input: not a statemix stream")

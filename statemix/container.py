@@ -40,6 +40,17 @@ the model: the model continues from the end of the previous modelled block as if
 there, so decoding it costs no model work.  In version 1 the model learned stored and zstandard
 blocks too (the decoder replays them through it).
 
+Seek index (written after the last stream of a segmented file, see statemix.segments; readers skip
+it between streams, and check it against the streams they decoded)::
+
+    magic               4 bytes   89 53 4D 49  ("\x89SMI")
+    payload length      varint
+    payload             varint n (segments), then per segment: compressed bytes (varint: the whole
+                        stream), uncompressed bytes (varint), CRC32 of its data (4 bytes)
+    CRC32               4 bytes   of magic .. payload
+    frame length        4 bytes   of the whole frame, magic to end magic, little-endian
+    end magic           4 bytes   "SMXI": a reader finds the index from the end of the file
+
 Writers cut block ``i`` (0, 1, ...) of a stream at ``block_limit(i)`` bytes of input: FIRST_BLOCK
 (16 KiB) doubling up to BLOCK_SIZE (1 MiB), so the first bytes of a stream can be verified and
 released after little model work, and the output does not depend on how the input was fed in.
@@ -60,6 +71,10 @@ from ._varint import encode_varint
 from .models import ModelSpec
 
 MAGIC = b"\x89SMX"
+INDEX_MAGIC = b"\x89SMI"
+INDEX_END = b"SMXI"
+INDEX_TAIL = 8  # frame length + end magic
+MAX_INDEX = 1 << 26  # bytes of index payload at most (over 4 million segments)
 FORMAT_VERSION = 2
 READ_VERSIONS = (1, 2)
 ARITHMETIC_VERSION = 1
@@ -191,3 +206,60 @@ def read_trailer(buf, pos: int) -> tuple[int, int, int]:
     _need(buf, at + 4)
     (crc,) = struct.unpack_from("<I", buf, at)
     return length, crc, at + 4
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One stream of a segmented file, as its seek index records it."""
+
+    compressed: int  # bytes of the whole stream
+    uncompressed: int  # bytes of data
+    crc: int  # CRC32 of the data
+
+
+def write_index(segments: list[Segment]) -> bytes:
+    payload = encode_varint(len(segments)) + b"".join(
+        encode_varint(s.compressed) + encode_varint(s.uncompressed) + struct.pack("<I", s.crc) for s in segments)
+    body = INDEX_MAGIC + encode_varint(len(payload)) + payload
+    body += struct.pack("<I", crc32(body))
+    return body + struct.pack("<I", len(body) + INDEX_TAIL) + INDEX_END
+
+
+def read_index(buf, pos: int) -> tuple[list[Segment], int]:
+    """Parse a seek index frame at ``pos``; return (segments, position after it)."""
+    _need(buf, pos + 4)
+    if bytes(buf[pos : pos + 4]) != INDEX_MAGIC:
+        raise StatemixError("not a seek index")
+    length, at = decode_varint(buf, pos + 4)
+    if length > MAX_INDEX:
+        raise StatemixError("corrupt stream: seek index too long")
+    end = at + length
+    _need(buf, end + 4 + INDEX_TAIL)
+    (stored_crc,) = struct.unpack_from("<I", buf, end)
+    (frame_length,) = struct.unpack_from("<I", buf, end + 4)
+    if (crc32(bytes(buf[pos:end])) != stored_crc or frame_length != end + 4 + INDEX_TAIL - pos
+            or bytes(buf[end + 8 : end + 12]) != INDEX_END):
+        raise StatemixError("corrupt stream: seek index damaged")
+    payload = bytes(buf[at:end])
+    try:
+        count, i = _varint.decode_varint(payload, 0, _MAX_VARINT_BYTES)
+        segments = []
+        for _ in range(count):
+            compressed, i = _varint.decode_varint(payload, i, _MAX_VARINT_BYTES)
+            uncompressed, i = _varint.decode_varint(payload, i, _MAX_VARINT_BYTES)
+            if i + 4 > len(payload):
+                raise ValueError
+            segments.append(Segment(compressed, uncompressed, struct.unpack_from("<I", payload, i)[0]))
+            i += 4
+    except (_varint.Truncated, ValueError):
+        raise StatemixError("corrupt stream: seek index damaged") from None
+    if i != len(payload):
+        raise StatemixError("corrupt stream: seek index damaged")
+    return segments, end + 4 + INDEX_TAIL
+
+
+def index_at_end(tail: bytes) -> int | None:
+    """The length of the seek index frame that ``tail`` (the last bytes of a file) ends with, if any."""
+    if len(tail) < INDEX_TAIL or tail[-4:] != INDEX_END:
+        return None
+    return struct.unpack_from("<I", tail, len(tail) - INDEX_TAIL)[0]

@@ -20,7 +20,7 @@ import os
 import threading
 
 from ._errors import StatemixError
-from .codec import Compressor, Decompressor, check_options
+from .codec import Compressor, StreamsDecompressor, check_options
 
 _READ_CHUNK = 1 << 16
 
@@ -31,7 +31,8 @@ class _DecompressReader(io.RawIOBase):
     def __init__(self, fp, threads: int | None = None, memory_limit=None):
         self._fp = fp
         self._options = dict(threads=threads, memory_limit=memory_limit)
-        self._decompressor = Decompressor(**self._options)
+        self._decompressor = StreamsDecompressor(**self._options)
+        self._more_ready = False  # the decompressor may hold output without more input
         self._at_end = False
         self._position = 0  # uncompressed bytes returned so far
         self._size = -1  # total uncompressed bytes, once the end was reached
@@ -54,27 +55,30 @@ class _DecompressReader(io.RawIOBase):
         if size == 0 or self._at_end:
             return b""
         while True:
-            if self._decompressor.eof:
-                rest = self._decompressor.unused_data or self._fp.read(_READ_CHUNK)
-                if not rest:
-                    self._at_end = True
-                    self._size = self._position
-                    return b""
-                self._decompressor = Decompressor(**self._options)  # a concatenated stream
-            elif self._decompressor.needs_input:
-                rest = self._fp.read(_READ_CHUNK)
-                if not rest:
-                    raise EOFError("compressed file ended before the end-of-stream marker was reached")
-            else:
-                rest = b""
-            data = self._decompressor.decompress(rest, size)
+            chunk = b"" if self._more_ready else self._fp.read(_READ_CHUNK)
+            if not chunk and not self._more_ready:
+                self._check_end()
+                return b""
+            data = self._decompressor.decompress(chunk, size)
+            self._more_ready = len(data) == size  # else all input so far is decoded
             if data:
                 self._position += len(data)
                 return data
 
+    def _check_end(self) -> None:
+        try:
+            self._decompressor.check_end()
+        except StatemixError as exc:
+            if str(exc).startswith(("truncated", "empty")):
+                raise EOFError("compressed file ended before the end-of-stream marker was reached") from None
+            raise
+        self._at_end = True
+        self._size = self._position
+
     def _rewind(self) -> None:
         self._fp.seek(0)
-        self._decompressor = Decompressor(**self._options)
+        self._decompressor = StreamsDecompressor(**self._options)
+        self._more_ready = False
         self._at_end = False
         self._position = 0
 

@@ -138,6 +138,7 @@ def test_public_names_are_pinned():
         "StatemixError",
         "StatemixFile",
         "StreamInfo",
+        "StreamsDecompressor",
         "compress",
         "decompress",
         "open",
