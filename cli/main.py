@@ -152,7 +152,8 @@ def _compress_stream(src, dst, size: int | None, opts: dict, bar) -> tuple[int, 
     import statemix
 
     compressor = statemix.Compressor(level=opts["level"], model=opts["model"], size_hint=size,
-                                     threads=opts["threads"], progress=_reporter(bar))
+                                     threads=opts["threads"], segment_size=opts["segment_size"],
+                                     progress=_reporter(bar))
     read = written = 0
     while chunk := _read(src, CHUNK):
         out = compressor.compress(chunk)
@@ -178,10 +179,28 @@ def _uncompressed_size(src, info) -> int | None:
         src.seek(0)
 
 
+def _is_regular(src) -> bool:
+    try:
+        return stat.S_ISREG(os.fstat(src.fileno()).st_mode)
+    except (OSError, ValueError):
+        return False
+
+
 def _decompress_stream(src, dst, opts: dict, bar) -> tuple[int, int]:
     """Decompress every stream of ``src`` into ``dst`` (or nowhere); return (bytes read, written)."""
     import statemix
 
+    if opts["threads"] > 1 and _is_regular(src):  # its segments in parallel
+        from statemix.segments import decompress_segments
+
+        written = 0
+        for out in decompress_segments(src, threads=opts["threads"], memory_limit=opts["memory"],
+                                       progress=_reporter(bar)):
+            _checkpoint()
+            if dst is not None:
+                dst.write(out)
+            written += len(out)
+        return src.seek(0, 2), written
     decompressor = statemix.StreamsDecompressor(threads=opts["threads"], memory_limit=opts["memory"],
                                                  progress=_reporter(bar))
     read = written = 0
@@ -214,8 +233,8 @@ def _process(path: str, opts: dict) -> None:
     name = "(stdin)" if path == "-" else path
     try:
         size = info.st_size if info is not None else None
-        if mode != "compress" and opts["progress"]:
-            size = _uncompressed_size(src, info)
+        if mode != "compress":
+            size = _uncompressed_size(src, info) if opts["progress"] else None
         bar = _progress(size, os.path.basename(name), opts["progress"])
         with bar:
             work = _compress_stream if mode == "compress" else _decompress_work
@@ -285,14 +304,16 @@ def _list(paths: list[str], verbose: bool) -> int:
                 kinds = ", ".join(f"{b.kind} {b.raw_length}->{b.payload_length}" for b in s.blocks)
                 click.echo(f"    stream {number}: format {s.version}, {s.model.describe()}, crc32 {s.crc32:08x}; "
                            f"blocks: {kinds or 'none'}")
+            if streams[0].indexed:
+                click.echo(f"    seek index: {len(streams)} segments")
     return status
 
 
 _SIZE = re.compile(r"(\d+)\s*(|k|kib|m|mib|g|gib)", re.IGNORECASE)
 
 
-def _memory_size(ctx, param, value):
-    """--memory SIZE: bytes, or KiB/MiB/GiB (also K, M, G); 0 means no limit."""
+def _size_option(value: str | None, zero: int | None) -> int | None:
+    """SIZE: bytes, or KiB/MiB/GiB (also K, M, G); ``zero`` stands for 0 (None: 0 is refused)."""
     if value is None:
         return None
     match = _SIZE.fullmatch(value.strip())
@@ -300,7 +321,9 @@ def _memory_size(ctx, param, value):
         raise click.BadParameter(f"{value!r} is not a size such as 800MiB or 2GiB")
     number, unit = int(match.group(1)), match.group(2).lower()
     size = number << {"": 0, "k": 10, "kib": 10, "m": 20, "mib": 20, "g": 30, "gib": 30}[unit]
-    return size or 1 << 62
+    if size == 0 and zero is None:
+        raise click.BadParameter("must be more than 0")
+    return size or zero
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -323,14 +346,18 @@ def _memory_size(ctx, param, value):
 @click.option("--model", type=click.Choice(["cm", "ssm"]),
               help="Model family: cm (default), or ssm (state-space model mixed with count models; "
                    "slow; --level 1 drops the state-space model).")
-@click.option("--memory", "memory", callback=_memory_size, metavar="SIZE",
+@click.option("--memory", "memory", callback=lambda ctx, param, value: _size_option(value, 1 << 62),
+              metavar="SIZE",
               help="Refuse to decode streams whose model needs more memory than SIZE (e.g. 800MiB, "
                    "2GiB; 0: no limit). Default: 1 GiB, above every preset.")
+@click.option("--segment-size", "segment_size", callback=lambda ctx, param, value: _size_option(value, None),
+              metavar="SIZE", help="Cut the input into independent segments of SIZE (e.g. 4MiB), "
+                                   "compressed in parallel by -T workers, with a seek index.")
 @click.option("-1", "--fast", "level_flag", flag_value=1, help="Same as --level 1.")
 @click.option("-3", "--best", "level_flag", flag_value=3, help="Same as --level 3.")
 @click.version_option(_version(), "-V", "--version", prog_name="statemix", message="%(prog)s %(version)s")
 def main(files, mode, to_stdout, output, keep, remove, force, quiet, verbose, threads, suffix, level,
-         model, memory, level_flag):
+         model, memory, segment_size, level_flag):
     """Compress or decompress FILES with statemix (no FILES or '-': standard input to output).
 
     Subcommand: 'statemix diagnose FILE' reports where the bits go (see 'statemix diagnose --help').
@@ -346,9 +373,13 @@ def main(files, mode, to_stdout, output, keep, remove, force, quiet, verbose, th
         raise click.UsageError("invalid suffix")
     import statemix
 
+    try:
+        statemix.codec.check_options(segment_size=segment_size)
+    except ValueError as exc:
+        raise click.UsageError(f"--segment-size: {exc}") from None
     opts = dict(mode=mode, stdout=to_stdout, output=output, remove=remove, force=force,
                 verbose=verbose and not quiet, threads=threads or os.cpu_count() or 1, suffix=suffix,
-                level=level or level_flag, model=model, memory=memory,
+                level=level or level_flag, model=model, memory=memory, segment_size=segment_size,
                 progress=sys.stderr.isatty() and verbose and not quiet)
     status = EXIT_OK
     for path in paths:

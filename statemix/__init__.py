@@ -13,7 +13,7 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version as _version
 
 from ._errors import StatemixError
-from .codec import Compressor, Decompressor, StreamsDecompressor
+from .codec import Compressor, Decompressor, StreamsDecompressor, check_options
 from .file import StatemixFile, open
 from .info import StreamInfo, read_info
 
@@ -37,14 +37,15 @@ __all__ = [
 
 
 def compress(data, /, *, level: int | None = None, model: str | None = None,
-             threads: int | None = None) -> bytes:
+             threads: int | None = None, segment_size: int | None = None) -> bytes:
     """Compress ``data`` (any bytes-like object) into one statemix stream.
 
     ``model``: "cm" (default) or "ssm"; ``level``: 1-3 (default 2).  A bad option raises
     ValueError or TypeError, as the standard library's codecs do.
     """
     view = memoryview(data).cast("B")
-    compressor = Compressor(level=level, model=model, size_hint=len(view), threads=threads)
+    compressor = Compressor(level=level, model=model, size_hint=len(view), threads=threads,
+                            segment_size=segment_size)
     return compressor.compress(view) + compressor.flush()
 
 
@@ -55,6 +56,13 @@ def decompress(data, /, *, threads: int | None = None, memory_limit: int | None 
     not another statemix stream, or if a stream's model needs more memory than ``memory_limit``
     bytes (default: ``codec.DEFAULT_MEMORY_LIMIT``, 1 GiB).
     """
+    if threads is not None and threads > 1:  # the streams of a segmented file, in parallel
+        import io
+
+        from .segments import decompress_segments
+
+        check_options(threads=threads, memory_limit=memory_limit)
+        return b"".join(decompress_segments(io.BytesIO(data), threads=threads, memory_limit=memory_limit))
     decompressor = StreamsDecompressor(threads=threads, memory_limit=memory_limit)
     out = decompressor.decompress(data)
     decompressor.check_end()

@@ -42,9 +42,13 @@ PROBE_RATIO = 0.98  # a block that the probe cannot shrink below this fraction i
 DEFAULT_MEMORY_LIMIT = 1 << 30
 
 
-def check_options(*, level=None, model=None, threads=None, memory_limit=None) -> None:
+MIN_SEGMENT = 1 << 16  # bytes: the smallest segment_size
+
+
+def check_options(*, level=None, model=None, threads=None, memory_limit=None, segment_size=None) -> None:
     """Raise TypeError or ValueError for an option a codec object would not accept."""
-    for name, value, low in (("level", level, None), ("threads", threads, 1), ("memory_limit", memory_limit, 1)):
+    for name, value, low in (("level", level, None), ("threads", threads, 1), ("memory_limit", memory_limit, 1),
+                             ("segment_size", segment_size, MIN_SEGMENT)):
         if value is None:
             continue
         if isinstance(value, bool) or not isinstance(value, int):
@@ -84,15 +88,26 @@ class Compressor(_Unpicklable):
 
     ``model`` ("cm", the default, or "ssm") and ``level`` (1-3) select the model (they change the
     output and are recorded in the stream).  ``size_hint``, the total input length when known, lets
-    small inputs use smaller tables (changes the output; recorded).  ``threads`` and ``progress``
-    only change speed and reporting.
+    small inputs use smaller tables (changes the output; recorded).  ``segment_size`` (bytes) makes
+    a segmented file (``statemix.segments``: independent streams of that many bytes each, coded by
+    ``threads`` workers, and a seek index).  ``threads`` and ``progress`` only change speed and
+    reporting.
     """
 
     def __init__(self, *, level: int | None = None, model: str | None = None,
-                 size_hint: int | None = None, threads: int | None = None, progress=None):
-        check_options(level=level, model=model, threads=threads)
+                 size_hint: int | None = None, threads: int | None = None, segment_size: int | None = None,
+                 progress=None):
+        check_options(level=level, model=model, threads=threads, segment_size=segment_size)
         if size_hint is not None:
             size_hint = operator.index(size_hint)
+        self._segments = None
+        self._finished = False
+        if segment_size is not None:
+            from .segments import SegmentWriter
+
+            self._segments = SegmentWriter(segment_size, level=level, model=model,
+                                           threads=threads or 1, progress=progress)
+            return
         self._spec = spec_for_level(level, size_hint, model)
         self._threads = threads or 1
         _set_threads(threads)
@@ -111,6 +126,8 @@ class Compressor(_Unpicklable):
         if self._finished:
             raise ValueError("compressor already flushed")
         view = memoryview(data).cast("B")
+        if self._segments is not None:
+            return self._segments.compress(view)
         self._pending += view
         out = bytearray(self._start())
         while len(self._pending) >= (limit := container.block_limit(self._blocks)):
@@ -122,6 +139,9 @@ class Compressor(_Unpicklable):
         """End the stream; return the remaining compressed bytes.  The object cannot be used after."""
         if self._finished:
             raise ValueError("repeated call to flush()")
+        if self._segments is not None:
+            self._finished = True
+            return self._segments.flush()
         out = bytearray(self._start())
         if self._pending:
             out += self._block(bytes(self._pending))
@@ -287,14 +307,16 @@ class StreamsDecompressor(_Unpicklable):
     stream decoded at its place.  Call :meth:`check_end` when the input is exhausted.
     """
 
-    def __init__(self, **options):
+    def __init__(self, *, preceding: list[container.Segment] = (), **options):
+        """``preceding``: when the input starts at a segment of an indexed file, the index's entries
+        of the segments before it (taken as read).  Other options: those of Decompressor."""
         self._options = options
         self._progress = options.pop("progress", None)
         self._input = bytearray()
         self._stream = None
         self._done = 0  # uncompressed bytes of the finished streams
         self._consumed = 0  # compressed bytes of the current stream so far
-        self._segments: list[container.Segment] = []
+        self._segments: list[container.Segment] = list(preceding)
         self.indexed = False
         self.streams = 0
 
@@ -352,6 +374,6 @@ class StreamsDecompressor(_Unpicklable):
         if self._stream is not None:
             raise StatemixError("truncated stream: the input ended before the end of the stream")
         if self._input:
-            raise StatemixError("truncated stream: the input ended inside the seek index")
+            raise StatemixError("truncated stream: the input ended before the end of the stream")
         if not self.streams:
             raise StatemixError("empty input: not a statemix stream")

@@ -8,19 +8,24 @@ Like BZ2File, a StatemixFile may be shared between threads: one lock serialises 
 concurrent writes land whole and in some order, and concurrent reads each get a distinct part of the
 data.  Seeking follows LZMAFile: in read mode ``seek()`` moves forward by decoding and backward by
 rewinding the underlying file to the start (so it needs a seekable file) and decoding forward again;
-seeking past the end stops at the end.  Positions are offsets into the uncompressed data.  Neither the
+seeking past the end stops at the end.  In a segmented file with a seek index (statemix.segments) it
+jumps to the segment that holds the target and decodes only from there.  Positions are offsets into the uncompressed data.  Neither the
 file nor the codec objects can be pickled (they hold an open file and a model's live state).
 """
 
 from __future__ import annotations
 
+import bisect
 import builtins
 import io
+import itertools
 import os
 import threading
 
+from . import container
 from ._errors import StatemixError
 from .codec import Compressor, StreamsDecompressor, check_options
+from .segments import read_spans
 
 _READ_CHUNK = 1 << 16
 
@@ -36,6 +41,7 @@ class _DecompressReader(io.RawIOBase):
         self._at_end = False
         self._position = 0  # uncompressed bytes returned so far
         self._size = -1  # total uncompressed bytes, once the end was reached
+        self._segments = None  # the seek index, read when first needed
 
     def readable(self) -> bool:
         return True
@@ -75,12 +81,36 @@ class _DecompressReader(io.RawIOBase):
         self._at_end = True
         self._size = self._position
 
-    def _rewind(self) -> None:
-        self._fp.seek(0)
-        self._decompressor = StreamsDecompressor(**self._options)
+    def _rewind(self, segment: int = 0) -> None:
+        """Start decoding again at the start of the file, or of ``segment`` of its seek index."""
+        segments = self._index()[:segment]
+        start = sum(s.compressed for s in segments)
+        if segment:  # the stream found there must end with the trailer the index expects
+            entry = self._index()[segment]
+            trailer = container.write_trailer(entry.uncompressed, entry.crc)
+            self._fp.seek(start + entry.compressed - len(trailer))
+            if self._fp.read(len(trailer)) != trailer:
+                raise StatemixError("corrupt stream: the seek index does not match the streams")
+        self._fp.seek(start)
+        self._decompressor = StreamsDecompressor(preceding=segments, **self._options)
         self._more_ready = False
         self._at_end = False
-        self._position = 0
+        self._position = sum(s.uncompressed for s in segments)
+
+    def _index(self) -> list:
+        """The segments of the file's seek index ([] when it has none, or a damaged one)."""
+        if self._segments is None:
+            here = self._fp.tell()
+            try:
+                self._segments = read_spans(self._fp, scan=False)[1] or []
+            finally:
+                self._fp.seek(here)
+        return self._segments
+
+    def _segment_of(self, offset: int) -> int:
+        """The segment whose data holds ``offset`` (0 without an index)."""
+        starts = list(itertools.accumulate((s.uncompressed for s in self._index()), initial=0))
+        return max(0, min(bisect.bisect_right(starts, offset) - 1, len(self._index()) - 1))
 
     def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
         if whence == io.SEEK_SET:
@@ -88,16 +118,18 @@ class _DecompressReader(io.RawIOBase):
         elif whence == io.SEEK_CUR:
             offset += self._position
         elif whence == io.SEEK_END:
+            if self._size < 0 and self._index():
+                self._size = sum(s.uncompressed for s in self._index())
             if self._size < 0:
                 while self.read(io.DEFAULT_BUFFER_SIZE):
                     pass
             offset += self._size
         else:
             raise ValueError(f"invalid whence ({whence}, should be {io.SEEK_SET}, {io.SEEK_CUR} or {io.SEEK_END})")
-        if offset < self._position:
-            self._rewind()
-        else:
-            offset -= self._position
+        segment = self._segment_of(offset)
+        if offset < self._position or segment > self._segment_of(self._position):
+            self._rewind(segment)  # with a seek index, at the segment that holds offset
+        offset -= self._position
         while offset > 0:  # decode forward, dropping the data
             data = self.read(min(io.DEFAULT_BUFFER_SIZE, offset))
             if not data:

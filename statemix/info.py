@@ -29,6 +29,7 @@ class StreamInfo:
     compressed_size: int = 0
     uncompressed_size: int = 0
     crc32: int = 0
+    indexed: bool = False  # listed by the seek index of a segmented file (statemix.segments)
 
 
 class _Input:
@@ -73,6 +74,9 @@ def read_info(fp) -> list[StreamInfo]:
     if source.at_end():
         raise StatemixError("empty input: not a statemix stream")
     while not source.at_end():
+        if bytes(source.window[:4]) == container.INDEX_MAGIC[: len(source.window[:4])]:
+            _check_index(source, streams)
+            break
         start = source.consumed
         spec, version, used = source.parse(lambda buf: container.read_versioned_header(buf, 0))
         source.skip(used)
@@ -91,4 +95,19 @@ def read_info(fp) -> list[StreamInfo]:
         stream.uncompressed_size, stream.crc32 = length, crc
         stream.compressed_size = source.consumed - start
         streams.append(stream)
+    if not streams:
+        raise StatemixError("empty input: not a statemix stream")
     return streams
+
+
+def _check_index(source: _Input, streams: list[StreamInfo]) -> None:
+    """Parse the seek index at the reader's position; it must list ``streams`` and end the file."""
+    segments, used = source.parse(lambda buf: container.read_index(buf, 0))
+    source.skip(used)
+    listed = [container.Segment(s.compressed_size, s.uncompressed_size, s.crc32) for s in streams]
+    if segments != listed:
+        raise StatemixError("corrupt stream: the seek index does not match the streams")
+    if not source.at_end():
+        raise StatemixError("corrupt stream: data after the seek index")
+    for stream in streams:
+        stream.indexed = True

@@ -1,0 +1,171 @@
+"""Segmented files: independent streams coded in parallel, the seek index, and what guards them."""
+
+from __future__ import annotations
+
+import io
+import threading
+import time
+
+import pytest
+
+import statemix
+from statemix import StatemixError, container, segments
+
+from conftest import text_sample
+
+SEGMENT = 1 << 16
+DATA = text_sample(4 * SEGMENT + 5000, seed=21)  # four whole segments and a short one
+
+
+def compressed(threads=1, data=DATA, **options) -> bytes:
+    return statemix.compress(data, level=1, segment_size=SEGMENT, threads=threads, **options)
+
+
+def stream_slices(stream: bytes) -> list[bytes]:
+    spans, _ = segments.read_spans(io.BytesIO(stream))
+    return [stream[offset : offset + length] for offset, length in spans]
+
+
+def test_a_segment_is_exactly_a_one_shot_stream_and_the_index_lists_them():
+    stream = compressed()
+    pieces = stream_slices(stream)
+    assert pieces == [statemix.compress(DATA[i : i + SEGMENT], level=1) for i in range(0, len(DATA), SEGMENT)]
+    index = stream[sum(map(len, pieces)):]
+    assert container.read_index(index, 0)[0] == [
+        container.Segment(len(p), len(statemix.decompress(p)), container.crc32(statemix.decompress(p))) for p in pieces]
+
+
+def test_the_output_depends_on_the_segment_size_only():
+    one = compressed(threads=1)
+    assert compressed(threads=2) == one
+    c = statemix.Compressor(level=1, segment_size=SEGMENT, threads=2)
+    fed = b"".join(c.compress(DATA[i : i + 7777]) for i in range(0, len(DATA), 7777)) + c.flush()
+    assert fed == one
+    assert statemix.compress(DATA, level=1, segment_size=2 * SEGMENT) != one
+
+
+def test_segments_are_really_compressed_in_parallel(monkeypatch):
+    running, most = 0, 0
+    lock = threading.Lock()
+    real = segments._compress_segment
+
+    def counting(*args):
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        try:
+            time.sleep(0.2)  # long enough for the other worker to start
+            return real(*args)
+        finally:
+            with lock:
+                running -= 1
+
+    monkeypatch.setattr(segments, "_compress_segment", counting)
+    assert compressed(threads=2) == compressed(threads=1)
+    assert most == 2
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_every_reader_decodes_a_segmented_file(threads):
+    stream = compressed()
+    assert statemix.decompress(stream, threads=threads) == DATA
+    with statemix.open(io.BytesIO(stream)) as f:
+        assert f.read() == DATA
+    d = statemix.StreamsDecompressor()
+    assert b"".join(d.decompress(stream[i : i + 1000]) for i in range(0, len(stream), 1000)) == DATA
+    d.check_end()
+    infos = statemix.read_info(io.BytesIO(stream))
+    assert len(infos) == 5 and all(info.indexed for info in infos)
+
+
+def test_empty_input_is_one_empty_segment():
+    stream = statemix.compress(b"", segment_size=SEGMENT)
+    assert statemix.decompress(stream) == b"" == statemix.decompress(stream, threads=2)
+
+
+def test_seek_decodes_only_the_segment_it_needs():
+    stream = compressed()
+    with statemix.open(io.BytesIO(stream)) as f:
+        reader = f._buffer.raw
+        assert f.seek(3 * SEGMENT + 100) == 3 * SEGMENT + 100
+        assert f.read(50) == DATA[3 * SEGMENT + 100 : 3 * SEGMENT + 150]
+        assert reader._decompressor.streams == 1  # segment 3 alone, not 0-3
+        assert f.seek(10) == 10 and f.read(5) == DATA[10:15]
+        assert f.seek(-3, io.SEEK_END) == len(DATA) - 3 and f.read() == DATA[-3:]
+        f.seek(2 * SEGMENT - 2)
+        assert f.read(4) == DATA[2 * SEGMENT - 2 : 2 * SEGMENT + 2]  # across a segment boundary
+
+
+def test_without_its_index_a_file_still_decodes_and_seeks():
+    stream = compressed()
+    bare = b"".join(stream_slices(stream))
+    assert statemix.decompress(bare, threads=2) == DATA
+    with statemix.open(io.BytesIO(bare)) as f:
+        f.seek(3 * SEGMENT + 7)
+        assert f.read(9) == DATA[3 * SEGMENT + 7 : 3 * SEGMENT + 16]
+
+
+def swapped(stream: bytes) -> bytes:
+    pieces = stream_slices(stream)
+    index = stream[sum(map(len, pieces)):]
+    return pieces[1] + pieces[0] + b"".join(pieces[2:]) + index
+
+
+@pytest.mark.parametrize("damage", ["swapped", "duplicated", "dropped", "index byte", "index crc"])
+def test_a_damaged_index_or_reordered_segments_never_give_a_wrong_byte(damage):
+    stream = compressed()
+    pieces = stream_slices(stream)
+    index = stream[sum(map(len, pieces)):]
+    if damage == "swapped":
+        bad = swapped(stream)
+    elif damage == "duplicated":
+        bad = b"".join(pieces) + pieces[-1] + index
+    elif damage == "dropped":
+        bad = b"".join(pieces[1:]) + index
+    else:
+        at = 6 if damage == "index byte" else len(index) - 12
+        broken = bytearray(index)
+        broken[at] ^= 0x10
+        bad = b"".join(pieces) + bytes(broken)
+    for threads in (1, 2):
+        with pytest.raises(StatemixError):
+            statemix.decompress(bad, threads=threads)
+    with pytest.raises(StatemixError):
+        statemix.read_info(io.BytesIO(bad))
+    with statemix.open(io.BytesIO(bad)) as f:
+        with pytest.raises(StatemixError):
+            f.seek(SEGMENT + 10)  # in the second segment: through the index, when it is intact
+            f.read()
+
+
+def test_progress_is_reported_by_the_caller_thread_and_can_stop_the_workers():
+    seen = []
+    caller = threading.get_ident()
+
+    def report(done):
+        assert threading.get_ident() == caller
+        seen.append(done)
+
+    c = statemix.Compressor(level=1, segment_size=SEGMENT, threads=2, progress=report)
+    c.compress(DATA)
+    c.flush()
+    assert seen == sorted(seen) and seen[-1] == len(DATA)
+
+    class Stop(Exception):
+        pass
+
+    def stop(done):
+        if done:
+            raise Stop
+
+    c = statemix.Compressor(level=1, segment_size=SEGMENT, threads=2, progress=stop)
+    with pytest.raises(Stop):
+        c.compress(DATA * 3)
+        c.flush()
+
+
+def test_bad_segment_sizes():
+    for size, error in ((0, ValueError), (SEGMENT - 1, ValueError), (1.5, TypeError), ("4MiB", TypeError)):
+        with pytest.raises(error):
+            statemix.Compressor(segment_size=size)
