@@ -4,7 +4,7 @@ This module only translates arguments into library calls and library errors into
 and exit codes (0 success, 1 error, 2 warning).  The library (and with it numba) is imported inside the
 commands, so ``statemix --help`` and ``statemix --version`` start instantly.
 
-Output files appear only when complete (see ``output.py``: a nameless file linked into place on
+Output files appear only when complete (see ``statemix/_output.py``: a nameless file linked into place on
 success; devices and FIFOs are written through), so an error or an interruption (SIGINT, SIGTERM)
 never leaves partial output behind, an existing file is never replaced without --force, and the input
 is never touched (it is deleted only with --rm, after success).  The library reports progress between
@@ -24,7 +24,6 @@ import time
 
 import click
 
-from .output import OutputError, output_file
 
 SUFFIX = ".smx"
 CHUNK = 1 << 20
@@ -252,6 +251,8 @@ def _process(path: str, opts: dict) -> None:
                     except OSError as exc:
                         raise Problem(f"(stdout): cannot write: {exc.strerror or exc}") from None
                 else:
+                    from statemix._output import OutputError, output_file
+
                     target = _target_name(path, mode == "decompress", opts["suffix"], opts["output"])
                     try:
                         with output_file(target, opts["force"], info) as out:

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 TEMP_SUFFIX = ".smxtmp"
 
 
-class OutputError(Exception):
+class OutputError(OSError):
     """The output cannot be created or completed (the message names the path)."""
 
 
