@@ -26,7 +26,7 @@ from conftest import text_sample
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "bench"))
 
-from fuzz_campaign import mutations, run_case  # noqa: E402
+from fuzz_campaign import mutations, run_case, segment_mutations  # noqa: E402
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -69,20 +69,34 @@ def test_mutation_campaign_small():
     other = statemix.compress(b"another stream " * 50, level=1)
     outcomes = {"original": 0, "error": 0}
     for case in mutations(stream, other, rng, flips=300):
-        outcomes[run_case(case, original, seconds=20)] += 1
+        outcomes[run_case(case, original, seconds=20, rng=rng)] += 1
     assert outcomes["error"] > 0 and sum(outcomes.values()) > len(stream) + 300
 
 
-def test_mutation_campaign_ssm():
+@pytest.mark.parametrize("level,size,step", [(1, 6000, 2), (2, 800, 3)])
+def test_mutation_campaign_ssm(level, size, step):
+    # level 2 runs the SSM: its streams are the ones whose decoder trains a network
     rng = random.Random(2027)
-    original = text_sample(20_000, seed=4) + bytes(range(256))
-    stream = statemix.compress(original, model="ssm", level=1)
+    original = text_sample(size, seed=4) + bytes(range(256))
+    stream = statemix.compress(original, model="ssm", level=level)
     assert statemix.read_info(io.BytesIO(stream))[0].blocks[0].kind == "modelled"
-    other = statemix.compress(b"another stream " * 50, model="ssm", level=1)
+    other = statemix.compress(b"another stream " * 50, model="ssm", level=level)
     outcomes = {"original": 0, "error": 0}
-    for case in mutations(stream, other, rng, flips=200):
-        outcomes[run_case(case, original, seconds=20)] += 1
-    assert outcomes["error"] > 0 and sum(outcomes.values()) > len(stream) + 200
+    for case in mutations(stream, other, rng, flips=100, truncation_step=step):
+        outcomes[run_case(case, original, seconds=20, rng=rng)] += 1
+    assert outcomes["error"] > 0 and sum(outcomes.values()) > len(stream) // step + 100
+
+
+def test_mutation_campaign_segmented():
+    rng = random.Random(2028)
+    original = text_sample(140_000, seed=5)
+    stream = statemix.compress(original, level=1, segment_size=1 << 16)
+    other = statemix.compress(b"another stream " * 50, level=1)
+    outcomes = {"original": 0, "error": 0}
+    cases = [*segment_mutations(stream, rng), *mutations(stream, other, rng, flips=20, truncation_step=4001)]
+    for case in cases:
+        outcomes[run_case(case, original, seconds=20, rng=rng)] += 1
+    assert outcomes["error"] >= len(cases) - 2  # damage is found (a flip may hit unread padding)
 
 
 def test_two_threads_give_the_same_bytes_as_alone():
