@@ -25,7 +25,7 @@ import pytest
 import statemix
 
 from conftest import SHARED_DATA, text_sample
-from test_cli import CLI, TEXT, assert_ok, check_error, run, snapshot
+from test_cli import CLI, TEXT, assert_ok, check_error, run
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mknod)")
 
