@@ -89,14 +89,13 @@ class _OrderedPool:
         return number
 
     def ready(self, block: bool) -> list:
-        """Results of the finished jobs at the head of the queue; with ``block``, wait while the queue
-        is full (or, at the end, until it is empty)."""
+        """Results of the finished jobs at the head of the queue; with ``block``, first wait while
+        ``threads`` jobs are in flight."""
         out = []
         while self._jobs:
             number, size, future = self._jobs[0]
-            full = len(self._jobs) >= self._threads if block is True else bool(self._jobs)
             if not future.done():
-                if not (block and full):
+                if not (block and len(self._jobs) >= self._threads):
                     break
                 self._wait(future)
             self._jobs.popleft()
@@ -118,6 +117,7 @@ class _OrderedPool:
             wait([future, *(job[2] for job in self._jobs)], timeout=POLL_SECONDS, return_when=FIRST_EXCEPTION)
             for job in self._jobs:
                 if job[2].done() and job[2].exception() is not None:
+                    self.close()
                     raise job[2].exception()
             self._report()
 
@@ -154,10 +154,12 @@ class SegmentWriter:
 
     def compress(self, view) -> bytes:
         self._pending += view
+        done = []
         while len(self._pending) >= self._segment_size:
             self._submit(bytes(self._pending[: self._segment_size]))
             del self._pending[: self._segment_size]
-        return self._collect(self._pool.ready(block=True))
+            done += self._pool.ready(block=True)  # at most ``threads`` segments in flight
+        return self._collect(done + self._pool.ready(block=False))
 
     def flush(self) -> bytes:
         try:
