@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import io
 import threading
 import time
@@ -17,8 +18,9 @@ SEGMENT = 1 << 16
 DATA = text_sample(4 * SEGMENT + 5000, seed=21)  # four whole segments and a short one
 
 
-def compressed(threads=1, data=DATA, **options) -> bytes:
-    return statemix.compress(data, level=1, segment_size=SEGMENT, threads=threads, **options)
+@functools.cache
+def compressed(threads=1) -> bytes:
+    return statemix.compress(DATA, level=1, segment_size=SEGMENT, threads=threads)
 
 
 def stream_slices(stream: bytes) -> list[bytes]:
@@ -62,7 +64,7 @@ def test_segments_are_really_compressed_in_parallel(monkeypatch):
                 running -= 1
 
     monkeypatch.setattr(segments, "_compress_segment", counting)
-    assert compressed(threads=2) == compressed(threads=1)
+    assert statemix.compress(DATA, level=1, segment_size=SEGMENT, threads=2) == compressed()
     assert most == 2
 
 
