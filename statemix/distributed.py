@@ -33,8 +33,7 @@ from pathlib import Path
 from . import container
 from ._output import output_file
 from .codec import check_options
-
-DEFAULT_SEGMENT = 4 << 20
+from .segments import DEFAULT_SEGMENT
 
 
 def _compress_task(data: bytes, level, model) -> bytes:

@@ -28,6 +28,9 @@ from . import container
 from ._errors import StatemixError
 
 POLL_SECONDS = 0.1
+#: the segment size the command line's bare --segment-size and statemix.distributed use (bytes): 1%
+#: larger than one stream on 18.6 MB of mixed text, against 5% at 1 MiB and 0.3% at 16 MiB
+DEFAULT_SEGMENT = 4 << 20
 
 
 class _Cancelled(Exception):
