@@ -96,7 +96,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._jit import kernel
-from ._varint import Truncated, decode_varint, encode_varint
+from ._varint import encode_varint, read_varint
 from .coder import dec_bit, dec_init, enc_bit, enc_finish, enc_init, new_state
 
 __all__ = [
@@ -1090,12 +1090,7 @@ def _code_merges(mode, merges, first, tclass, rc, buf, rate):
 
 
 def _read_varint(raw: bytes, pos: int) -> tuple[int, int]:
-    try:
-        return decode_varint(raw, pos, 5)
-    except Truncated:
-        raise ValueError("corrupt vocabulary: truncated") from None
-    except ValueError:
-        raise ValueError("corrupt vocabulary: varint too long") from None
+    return read_varint(raw, pos, 5, ValueError, "corrupt vocabulary")
 
 
 def _last_classes(vocab_merges: np.ndarray, size: int) -> np.ndarray:

@@ -9,7 +9,7 @@ import pytest
 from statemix import StatemixError
 from statemix.models import ModelSpec, build_model, cm, memory_needed, spec_for_level, ssm
 
-from conftest import text_sample
+from conftest import config_with, text_sample
 
 
 def test_oversized_cm_record_is_refused_before_allocating(monkeypatch):
@@ -26,7 +26,7 @@ def test_oversized_cm_record_is_refused_before_allocating(monkeypatch):
 
 def test_oversized_ssm_record_is_refused():
     for change in (dict(d_model=64), dict(layers=3), dict(table_bits=22), dict(chunk=64), dict(vocab=300)):
-        spec = ModelSpec(ssm.MODEL_ID, ssm.config_with(**change).to_bytes())
+        spec = ModelSpec(ssm.MODEL_ID, config_with(**change).to_bytes())
         with pytest.raises(StatemixError, match="corrupt stream"):
             build_model(spec)
 
@@ -56,7 +56,7 @@ def test_describe_names_the_preset(model, level, hint, words):
 
 def test_describe_custom_and_invalid_records():
     assert ModelSpec(cm.MODEL_ID, bytes([20, 22, 4, 1, 1])).describe().startswith("cm custom (4 contexts")
-    assert ModelSpec(ssm.MODEL_ID, ssm.config_with(prior=0.5).to_bytes()).describe().startswith("ssm custom (")
+    assert ModelSpec(ssm.MODEL_ID, config_with(prior=0.5).to_bytes()).describe().startswith("ssm custom (")
     assert ModelSpec(ssm.MODEL_ID, ssm.PRESETS["bpe"].to_bytes()).describe().startswith("ssm preset bpe (")
     assert "invalid" in ModelSpec(cm.MODEL_ID, bytes([26, 28, 10, 3, 2])).describe()
     assert "unknown model 9" in ModelSpec(9, b"").describe()
@@ -73,7 +73,7 @@ def small_models():
         ("cm-2", lambda: build_model(spec_for_level(2, 20_000))),
         ("ssm-1", lambda: build_model(spec_for_level(1, 20_000, "ssm"))),
         ("ssm-2", lambda: build_model(spec_for_level(2, 20_000, "ssm"))),
-        ("ssm-bpe", lambda: ssm.Model(ssm.config_with(**BPE_TINY))),
+        ("ssm-bpe", lambda: ssm.Model(config_with(**BPE_TINY))),
     ]
 
 

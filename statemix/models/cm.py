@@ -63,10 +63,11 @@ from ..coder import dec_bit, enc_bit, enc_finish, enc_init, dec_init, new_state
 from ..quantize import binary_frequency
 from . import presets
 from ._snapshot import put_back, take
+from .modes import DECODE, ENCODE, LEARN
 
 MODEL_ID = 1
 
-ENCODE, DECODE, LEARN = 0, 1, 2
+
 
 MIN_MATCH = 6  # bytes of context that start a match
 N_HASHED = 10  # at most: orders 2, 3, 4, 6, the word, order 5, the word pair, sparse (c2, c3), order 8, 1
