@@ -127,3 +127,19 @@ def factory_history(factory, first, then):
     model = factory()
     model.encode(first, 10_000)
     return model.encode(then, 10_000)
+
+
+@pytest.mark.parametrize("model", ["cm", "ssm"])
+def test_every_model_implements_the_protocol(model):
+    from statemix.models import Model
+
+    built = build_model(spec_for_level(1, 1000, model))
+    assert isinstance(built, Model)
+    assert built.spec == spec_for_level(1, 1000, model)
+    blocks = []
+    built.trace(blocks.append)
+    built.encode(b"hello hello hello", 100)
+    (block,) = blocks
+    assert block.size == 17 and block.bits.size == block.p_coded.size == 8 * 17
+    assert np.all((block.p_coded > 0) & (block.p_coded < 1))
+    assert built.components() and isinstance(built.ablated(built.components()[:1]), Model)

@@ -23,45 +23,15 @@ of the call, and the model must then be abandoned (its state is part-way through
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 
 from .._errors import StatemixError
 from .presets import DEFAULT_LEVEL, LEVELS, MODELS
+from .protocol import MODEL_MODULES, Model, ModelSpec, TraceBlock
 
-__all__ = ["DEFAULT_LEVEL", "LEVELS", "MODELS", "MODEL_MODULES", "ModelSpec", "build_model",
-           "memory_needed", "spec_for_level"]
+__all__ = ["DEFAULT_LEVEL", "LEVELS", "MODELS", "MODEL_MODULES", "Model", "ModelSpec", "TraceBlock",
+           "build_model", "memory_needed", "spec_for_level"]
 
-MODEL_MODULES = {1: "cm", 2: "ssm"}
 _MIB = 1 << 20
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """What a stream header records about its model: which model, with which parameters."""
-
-    model_id: int
-    parameters: bytes
-
-    def to_bytes(self) -> bytes:
-        return bytes([self.model_id]) + self.parameters
-
-    @classmethod
-    def from_bytes(cls, raw: bytes) -> "ModelSpec":
-        if not raw:
-            raise StatemixError("corrupt stream: empty model configuration")
-        return cls(raw[0], bytes(raw[1:]))
-
-    def describe(self) -> str:
-        """The model in words, e.g. "cm level 2 (10 contexts of 16 MiB, 3 mixers, 2 APMs, ...)"."""
-        name = MODEL_MODULES.get(self.model_id)
-        if name is None:
-            return f"unknown model {self.model_id} ({self.parameters.hex() or 'no parameters'})"
-        module = importlib.import_module(f"{__name__}.{name}")
-        try:
-            config = module.Config.from_bytes(self.parameters)
-        except ValueError as exc:
-            return f"{name} with an invalid record ({exc})"
-        return config.describe()
 
 
 def spec_for_level(level: int | None, size_hint: int | None = None, model: str | None = None) -> ModelSpec:

@@ -64,6 +64,7 @@ from ..quantize import binary_frequency
 from . import presets
 from ._snapshot import put_back, take
 from .modes import DECODE, ENCODE, LEARN
+from .protocol import ModelSpec, TraceBlock
 
 MODEL_ID = 1
 
@@ -444,7 +445,8 @@ def run_range(mode, data, coded, rc, st, counters, states, weights, apm, hist, m
                 if mode == ENCODE:
                     enc_bit(rc, coded, p, bit)
             if tracing:
-                trace[8 * i + j] = p if bit else 65536 - p
+                trace[8 * i + j, 0] = p if bit else 65536 - p
+                trace[8 * i + j, 1] = st[P_MIX] if bit else 65536 - st[P_MIX]
             _update(st, counters, states, weights, apm, hist, mtable, lut, inputs, bit)
         if mode == DECODE:
             data[i] = st[HIST4] & 0xFF
@@ -512,7 +514,7 @@ def config_for_level(level: int, size_hint: int | None) -> Config:
 #: bytes per kernel step: about 10-30 ms of work at any level on a 2020s core
 STEP_BYTES = 1 << 14
 #: attributes that are configuration or shared read-only tables, not state (see :meth:`Model.snapshot`)
-_CONSTANT = frozenset({"config", "lut", "traces"})
+_CONSTANT = frozenset({"config", "spec", "lut", "_sink"})
 
 
 class Model:
@@ -520,6 +522,7 @@ class Model:
 
     def __init__(self, config: Config):
         self.config = config
+        self.spec = ModelSpec(MODEL_ID, config.to_bytes())
         self.lut = lookup_tables()
         self.state = np.zeros(STATE_SIZE, dtype=np.int64)
         self.state[C0] = 1
@@ -539,19 +542,25 @@ class Model:
         self.mtable = np.zeros(1 << (config.hist_bits - 2), dtype=np.int32)
         self.rc = new_state()
         self.inputs = np.zeros(N_INPUTS, dtype=np.int64)
-        #: diagnostics: when a list, encode() and learn() append the probability (units of 2**-16)
-        #: given to each coded bit, as an int32 array per block
-        self.traces: list | None = None
+        self._sink = None  # the trace hook (see statemix.models.protocol)
 
-    def ablate(self, components) -> None:
-        """Switch off the named COMPONENTS (diagnostics only; such a model makes no valid stream)."""
-        self.state[ABLATE] = sum(COMPONENTS[name] for name in components)
+    def trace(self, sink) -> None:
+        """Report every later encoded or learned block to ``sink`` (a :class:`.protocol.TraceBlock`)."""
+        self._sink = sink
+
+    def components(self) -> list[str]:
+        return self.config.components()
+
+    def ablated(self, components) -> "Model":
+        """A fresh model with the named COMPONENTS switched off (diagnostics only: no valid stream)."""
+        model = Model(self.config)
+        model.state[ABLATE] = sum(COMPONENTS[name] for name in components)
+        return model
 
     def _run(self, mode: int, data: np.ndarray, coded: np.ndarray, progress) -> int:
         trace = _NO_TRACE
-        if self.traces is not None and mode != DECODE:
-            trace = np.empty(8 * data.shape[0], dtype=np.int32)
-            self.traces.append(trace)
+        if self._sink is not None and mode != DECODE:
+            trace = np.empty((8 * data.shape[0], 2), dtype=np.int32)
         if mode == ENCODE:
             enc_init(self.rc)
         elif mode == DECODE:
@@ -563,6 +572,10 @@ class Model:
                       self.apm, self.hist, self.mtable, self.lut, self.inputs, trace, start, end)
             if progress is not None:
                 progress(end)
+        if trace.shape[0]:
+            p = trace / 65536.0
+            self._sink(TraceBlock(p[:, 0], np.unpackbits(data).astype(np.int8), np.repeat(np.arange(n), 8), n,
+                                  {"mixer": p[:, 1]}))
         return enc_finish(self.rc, coded) if mode == ENCODE else 0
 
     def encode(self, data: bytes, limit: int, *, progress=None) -> bytes | None:
@@ -594,5 +607,5 @@ class Model:
         put_back(self, _CONSTANT, snapshot)
 
 
-_NO_TRACE = np.zeros(0, dtype=np.int32)
+_NO_TRACE = np.zeros((0, 2), dtype=np.int32)
 _NO_CODED = np.zeros(0, dtype=np.uint8)

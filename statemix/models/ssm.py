@@ -48,6 +48,7 @@ from ..tokenizer import train as bpe_train
 from . import tokenmix
 from ._snapshot import put_back, take
 from .modes import DECODE, ENCODE, LEARN
+from .protocol import ModelSpec, TraceBlock, bits_msb_first
 from .nn import Network
 from .ssm_config import (BLOCK_SIZE_MAX, MAX_BPE_MERGES, PRESETS, TOK_BPE, TOK_IDS, Config,  # noqa: F401
                          config_for_level)
@@ -62,7 +63,7 @@ STEP_COST = 1 << 17
 STEP_COST_TOKEN = 256
 STEP_COUNTS = 1 << 13
 #: attributes that are configuration, not state (see Model.snapshot)
-_CONSTANT = frozenset({"config"})
+_CONSTANT = frozenset({"config", "spec", "_sink", "_traced"})
 
 
 class Model:
@@ -87,8 +88,11 @@ class Model:
     def __init__(self, config: Config):
         config.validate()
         self.config = config
+        self.spec = ModelSpec(MODEL_ID, config.to_bytes())
         self.vocabulary = None
         self.allocated = False
+        self._sink = None  # the trace hook (see statemix.models.protocol)
+        self._traced: list = []
         if config.tokenizer == TOK_IDS:
             self._allocate(config.vocab)
 
@@ -131,16 +135,62 @@ class Model:
             dec_init(self.rc, coded)
         n = tokens.shape[0]
         step = self.step_tokens()
+        bit_trace = _NO_BIT_TRACE
+        if self._sink is not None and mode == ENCODE:
+            bit_trace = np.zeros((n * self.token_bits(), 2))
         ts = self.mixstate.arrays()
         network = self.network
         net = network.net
         for start in range(0, n, step):
             end = min(n, start + step)
             run_range(mode, tokens, coded, self.rc, net, network.acts, network.grads, self.counts, self.lc,
-                      ts, trace, start, end)
+                      ts, trace, bit_trace, start, end)
             if progress is not None:
                 progress(end)
+        if bit_trace.shape[0]:
+            self._traced.append(bit_trace)
         return enc_finish(self.rc, coded) if mode == ENCODE else 0
+
+    def token_bits(self) -> int:
+        """Binary decisions per token in a trace: ceil(log2 V)."""
+        return max(1, (self.model_config.vocab - 1).bit_length())
+
+    # the trace hook and ablations (statemix.models.protocol)
+    def trace(self, sink) -> None:
+        """Report every later encoded block to ``sink`` (a :class:`.protocol.TraceBlock`; blocks only
+        learned are not reported: the mixer's distribution is not computed for them)."""
+        self._sink = sink
+
+    def _report(self, data: bytes, tokens: np.ndarray) -> None:
+        if self._sink is None or not self._traced:
+            return
+        bit_trace = self._traced.pop()
+        self._traced.clear()
+        nbits = self.token_bits()
+        if self.config.tokenizer == TOK_IDS:
+            ends = np.arange(1, len(tokens) + 1)
+        else:
+            ends = np.cumsum(self.vocabulary.token_lengths()[tokens])
+        components = {"SSM": bit_trace[:, 1]} if self.config.use_ssm else {}
+        self._sink(TraceBlock(bit_trace[:, 0], bits_msb_first(tokens, nbits), np.repeat(ends - 1, nbits),
+                              len(data), components))
+
+    def components(self) -> list[str]:
+        names = ["SSM"] if self.config.use_ssm else []
+        if self.config.mixing != tokenmix.MIX_PRIOR:
+            names.append("count models")
+            if self.config.match:
+                names.append("match model")
+        return names
+
+    def ablated(self, components) -> "Model":
+        """A fresh model with the named components switched off (diagnostics only: no valid stream)."""
+        changes = {"SSM": dict(use_ssm=0), "count models": dict(mixing=tokenmix.MIX_PRIOR, match=0),
+                   "match model": dict(match=0)}
+        config = self.config
+        for name in components:
+            config = replace(config, **changes[name])
+        return Model(config)
 
     # token-level interface (a tokenizer maps bytes to ids < vocab and back); ``progress`` gets tokens
     def _tokens_ok(self) -> None:
@@ -216,7 +266,10 @@ class Model:
         """
         self._bytes_ok()
         if self.config.tokenizer == TOK_IDS:
-            return self.encode_tokens(self.tokenize(data), limit, trace, progress)
+            tokens = self.tokenize(data)
+            coded = self.encode_tokens(tokens, limit, trace, progress)
+            self._report(data, tokens)
+            return coded
         if not data:
             return b"" if limit >= 0 else None
         head = b""
@@ -227,6 +280,7 @@ class Model:
         tokens = self.tokenize(data)
         head += encode_varint(tokens.shape[0])
         body = self.encode_tokens(tokens, limit - len(head), trace, self._byte_progress(progress, tokens))
+        self._report(data, tokens)
         return None if body is None else head + body
 
     def decode(self, coded: bytes, size: int, *, progress=None) -> bytes:
@@ -279,3 +333,4 @@ def _read_varint(raw: bytes, pos: int) -> tuple[int, int]:
 
 _NO_TRACE = np.zeros((0, 2), dtype=np.float64)
 _NO_CODED = np.zeros(0, dtype=np.uint8)
+_NO_BIT_TRACE = np.zeros((0, 2), dtype=np.float64)

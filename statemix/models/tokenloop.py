@@ -56,7 +56,37 @@ def _code_distribution(sz, hy, acts, t, lc, ts, ex, freqs, lanes):
 
 
 @kernel
-def run_range(mode, data, coded, rc, net, acts, grads, counts, lc, ts, trace, start, end):
+def _split_bits(weights, V, sym, nbits, cum, out, row, col):
+    """Split P(sym) under ``weights`` (V non-negative, unnormalised) into ``nbits`` binary decisions.
+
+    Decision j is bit ``nbits - 1 - j`` of the token id given the bits before it:
+    ``out[row + j, col]`` = the mass of the tokens with the coded prefix extended by the coded bit,
+    over the mass of the prefix (float64 prefix sums in ``cum``; ids >= V weigh 0).  The product
+    over j is P(sym) = weights[sym] / sum(weights).
+    """
+    c = 0.0
+    for v in range(V):
+        cum[v] = c
+        c += np.float64(weights[v])
+    cum[V] = c
+    lo = np.int64(0)
+    width = np.int64(1) << nbits
+    for j in range(nbits):
+        half = width >> 1
+        a = cum[min(lo, V)]
+        m = cum[min(lo + half, V)]
+        b = cum[min(lo + width, V)]
+        p1 = (b - m) / (b - a) if b > a else 0.5  # the upper half of the prefix: the next bit is 1
+        if (sym >> (nbits - 1 - j)) & 1:
+            out[row + j, col] = p1
+            lo += half
+        else:
+            out[row + j, col] = 1.0 - p1
+        width = half
+
+
+@kernel
+def run_range(mode, data, coded, rc, net, acts, grads, counts, lc, ts, trace, bit_trace, start, end):
     """Encode, decode or only learn tokens ``start`` to ``end`` of ``data`` (one step of a block).
 
     ``data`` holds token ids (int64 < V).  The coder ``rc`` is started by the caller
@@ -64,7 +94,9 @@ def run_range(mode, data, coded, rc, net, acts, grads, counts, lc, ts, trace, st
     (:mod:`.nn.layout`); ``counts`` (int64, V) and ``lc`` (float32 log(1 + count)) the frequency
     prior; ``ts`` the count models' state (:meth:`.tokenmix.State.arrays`).  If ``trace`` has rows,
     ``trace[i, 0]`` gets the coded probability of token i and ``trace[i, 1]`` the SSM's own
-    probability of it (1/V without the SSM).
+    probability of it (1/V without the SSM).  If ``bit_trace`` has rows (``nbits`` per token), the
+    same two distributions split into binary decisions over the bits of the token id
+    (:func:`_split_bits`): ``bit_trace[nbits * i + j, 0]`` coded, ``[..., 1]`` the SSM's.
     """
     sz, hy = net.sz, net.hy
     V = sz[S_V]
@@ -76,6 +108,8 @@ def run_range(mode, data, coded, rc, net, acts, grads, counts, lc, ts, trace, st
     tracing = trace.shape[0] > 0
     total = np.float64(1 << tb)
     use_ssm = sz[S_USE_SSM]
+    nbits = bit_trace.shape[0] // max(data.shape[0], 1)
+    cumf = np.empty(V + 1, dtype=np.float64)
     for i in range(start, end):
         t = begin_position(net)
         if use_ssm:
@@ -99,6 +133,10 @@ def run_range(mode, data, coded, rc, net, acts, grads, counts, lc, ts, trace, st
             if tracing:
                 trace[i, 0] = np.float64(freqs[sym]) / total
                 trace[i, 1] = np.float64(acts.probs[t, sym]) if use_ssm else 1.0 / V
+            if nbits > 0:
+                _split_bits(freqs, V, sym, nbits, cumf, bit_trace, nbits * i, 0)
+                if use_ssm:
+                    _split_bits(acts.probs[t], V, sym, nbits, cumf, bit_trace, nbits * i, 1)
             tokenmix.learn(sz[S_MIXING], use_ssm, sz[S_MATCH], sz[S_CALIBRATE], acts.logits[t], lc, V,
                            ex, sym, ts)
         else:
