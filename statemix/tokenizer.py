@@ -96,6 +96,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ._jit import kernel
+from ._counter import counter_step, dt_table
 from ._varint import encode_varint, read_varint
 from .coder import dec_bit, dec_init, enc_bit, enc_finish, enc_init, new_state
 
@@ -960,12 +961,7 @@ _COUNTER_LIMIT = 60
 _ADAPTIVE_LOW = 2  # adaptive bits below a gamma code's leading 1
 
 
-def _rate_table() -> np.ndarray:
-    """DT[n] = floor(2**16 / (n + 1.5)): a counter's step after n updates (exact integers)."""
-    return np.array([(2 * 65536) // (2 * n + 3) for n in range(_COUNTER_LIMIT + 1)], dtype=np.int64)
-
-
-_RATE = _rate_table()
+_RATE = dt_table(_COUNTER_LIMIT)  # the counter rule of statemix._counter, 16-bit p
 
 
 @kernel
@@ -980,7 +976,7 @@ def _code_bit(mode, rc, buf, counters, rate, ctx, bit):
     else:
         bit = dec_bit(rc, buf, p1)
     n = counters[ctx, 1]
-    counters[ctx, 0] = p + ((np.int64(bit) * 65536 - p) * rate[n] >> np.int64(16))
+    counters[ctx, 0] = counter_step(p, np.int64(bit) * 65536, rate[n])
     if n < rate.shape[0] - 1:
         counters[ctx, 1] = n + 1
     return bit

@@ -143,3 +143,26 @@ def test_every_model_implements_the_protocol(model):
     assert block.size == 17 and block.bits.size == block.p_coded.size == 8 * 17
     assert np.all((block.p_coded > 0) & (block.p_coded < 1))
     assert built.components() and isinstance(built.ablated(built.components()[:1]), Model)
+
+
+def test_cm_component_list_record():
+    old = cm.Config.from_bytes(spec_for_level(2).parameters)
+    assert old.kinds is None and old.to_bytes() == bytes([24, 24, 10, 3, 2])  # the first records stay
+    listed = cm.Config(20, 22, 3, 2, 1, kinds=(4, 0, 9))
+    record = listed.to_bytes()
+    assert record == bytes([0, 1, 20, 22, 2, 1, 3, 4, 0, 9])
+    assert cm.Config.from_bytes(record) == listed
+    assert listed.components() == ["order 0", "order 1", "word", "order 2", "order 1 history", "match", "APMs"]
+    assert ModelSpec(cm.MODEL_ID, record).describe().startswith("cm custom (3 contexts of 1 MiB: word, order 2,")
+    for bad in (bytes([0, 1, 20, 22, 2, 1, 2, 4, 4]), bytes([0, 1, 20, 22, 2, 1, 2, 4, 99]),
+                bytes([0, 1, 20, 22, 2, 1, 3, 4, 0]), bytes([0, 1, 27, 22, 2, 1, 1, 4])):
+        with pytest.raises(StatemixError, match="corrupt stream"):
+            build_model(ModelSpec(cm.MODEL_ID, bad))
+    data = text_sample(5000, seed=9)
+    coded = cm.Model(listed).encode(data, len(data))
+    assert cm.Model(listed).decode(coded, len(data)) == data
+    # the same contexts listed in id order give what the first record with 3 contexts would, except
+    # that a component list keeps every context's run input
+    same = cm.Model(cm.Config(20, 22, 3, 2, 1, kinds=(0, 1, 2))).encode(data, len(data))
+    first = cm.Model(cm.Config(20, 22, 3, 2, 1)).encode(data, len(data))
+    assert same == first
