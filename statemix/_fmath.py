@@ -133,6 +133,17 @@ def silu32(x):
 
 
 @kernel
+def _lane_tree(lanes):
+    """Add the LANES partial sums pairwise: lane j += lane j + w for w = 32, 16, ..., 1; return lane 0."""
+    w = LANES // 2
+    while w >= 1:
+        for j in range(w):
+            lanes[j] += lanes[j + w]
+        w //= 2
+    return lanes[0]
+
+
+@kernel
 def sum_lanes(a, n, lanes):
     """Sum a[0:n]: 64 interleaved lanes, then a pairwise tree over the lanes."""
     for j in range(LANES):
@@ -144,12 +155,7 @@ def sum_lanes(a, n, lanes):
             lanes[j] += blk[j]
     for i in range(full, n):
         lanes[i - full] += a[i]
-    w = LANES // 2
-    while w >= 1:
-        for j in range(w):
-            lanes[j] += lanes[j + w]
-        w //= 2
-    return lanes[0]
+    return _lane_tree(lanes)
 
 
 @kernel
@@ -165,9 +171,4 @@ def dot_lanes(a, b, n, lanes):
             lanes[j] += ba[j] * bb[j]
     for i in range(full, n):
         lanes[i - full] += a[i] * b[i]
-    w = LANES // 2
-    while w >= 1:
-        for j in range(w):
-            lanes[j] += lanes[j + w]
-        w //= 2
-    return lanes[0]
+    return _lane_tree(lanes)

@@ -149,43 +149,32 @@ def _log_table(values, out, repeat):
             out[n * repeat + e] = v
 
 
+#: size-table entry -> the config field it holds (derived entries are set in :func:`sizes`)
+_SIZE_FIELDS = {S_V: "vocab", S_D: "d_model", S_N: "d_state", S_K: "conv", S_L: "layers", S_T: "chunk",
+                S_EB: "channel_block", S_BPTT: "bptt", S_IT_A: "iters_a", S_N_A: "chunks_a", S_IT_B: "iters_b",
+                S_N_B: "chunks_b", S_IT_C: "iters_c", S_MIXING: "mixing", S_USE_SSM: "use_ssm",
+                S_MATCH: "match", S_CALIBRATE: "calibrate", S_TABLE_BITS: "table_bits"}
+#: hyper-parameter entry -> config field
+_HYPER_FIELDS = {H_LR: "lr", H_B1: "beta1", H_B2: "beta2", H_EPS: "adam_eps", H_CLIP: "clip",
+                 H_SMOOTH: "smoothing", H_PRIOR: "prior", H_LR_MIN: "lr_min", H_LR_HALF: "lr_half"}
+
+
 def sizes(config) -> np.ndarray:
+    """The int64 size table ``sz`` of ``config`` (entries ``S_*``)."""
     sz = np.zeros(SZ_SIZE, dtype=np.int64)
-    sz[S_V] = config.vocab
-    sz[S_D] = config.d_model
+    for index, name in _SIZE_FIELDS.items():
+        sz[index] = getattr(config, name)
     sz[S_E] = config.d_model * config.expand
-    sz[S_N] = config.d_state
-    sz[S_K] = config.conv
-    sz[S_L] = config.layers
-    sz[S_T] = config.chunk
     sz[S_R] = 2 * config.d_state + 1
-    sz[S_EB] = config.channel_block
-    sz[S_BPTT] = config.bptt
-    sz[S_IT_A] = config.iters_a
-    sz[S_N_A] = config.chunks_a
-    sz[S_IT_B] = config.iters_b
-    sz[S_N_B] = config.chunks_b
-    sz[S_IT_C] = config.iters_c
     sz[S_TB] = TOTAL_BITS if config.vocab <= (1 << 16) else 32
-    sz[S_MIXING] = config.mixing
-    sz[S_USE_SSM] = config.use_ssm
-    sz[S_MATCH] = config.match
-    sz[S_CALIBRATE] = config.calibrate
-    sz[S_TABLE_BITS] = config.table_bits
     return sz
 
 
 def hyper(config) -> np.ndarray:
+    """The float32 hyper-parameters ``hy`` of ``config`` (entries ``H_*``)."""
     hy = np.zeros(HY_SIZE, dtype=np.float32)
-    hy[H_LR] = config.lr
-    hy[H_B1] = config.beta1
-    hy[H_B2] = config.beta2
-    hy[H_EPS] = config.adam_eps
-    hy[H_CLIP] = config.clip
-    hy[H_SMOOTH] = config.smoothing
-    hy[H_PRIOR] = config.prior
-    hy[H_LR_MIN] = config.lr_min
-    hy[H_LR_HALF] = config.lr_half
+    for index, name in _HYPER_FIELDS.items():
+        hy[index] = getattr(config, name)
     return hy
 
 
