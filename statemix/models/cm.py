@@ -309,8 +309,7 @@ class Config:
 
     def describe(self) -> str:
         """In words: "cm level 2 (10 contexts of 16 MiB, 3 mixers, 2 APMs, 16 MiB history, ...)"."""
-        fields = {k: v for k, v in asdict(self).items() if k != "kinds"}
-        levels = presets.cm_levels_of(fields) if self.kinds is None else []
+        levels = presets.cm_levels_of(asdict(self))
         name = "cm " + (f"level {' or '.join(map(str, levels))}" if levels else "custom")
         listed = f": {', '.join(self.components()[2:-2])}" if self.kinds is not None else ""
         return (f"{name} ({self.contexts} contexts of {_size(1 << self.table_bits)}{listed}, {self.mixers} "
