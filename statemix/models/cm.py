@@ -87,16 +87,25 @@ State = namedtuple("State", [
     "mix_set", "mix_p", "mix_dot",  # [3] each mixer's weight row, P(1) and stretch(P)
     "apm_slot",     # [2] bucket each APM trains
 ])
+#: The model's tables (views of the Model's arrays): 32-bit counters, bit-history states (uint8),
+#: mixer weights and APM buckets (int32), the history ring (uint8), the match table (int32), the
+#: fixed tables (int64, .bit.tables) and the mixers' input vector (int64 scratch).
+Tables = namedtuple("Tables", "counters states weights apm hist mtable lut inputs")
 SCALARS = ("c0 hist4 hist8 pos bit word prev_word p_mix table_bits hist_bits ablate n_ctx n_runs n_mix n_apm "
            "n_in").split()
 (C0, HIST4, HIST8, POS, BIT, WORD, PREV_WORD, P_MIX, TABLE_BITS, HIST_BITS, ABLATE, N_CTX, N_RUNS, N_MIX, N_APM,
  N_IN) = range(len(SCALARS))
 
 
-@kernel
-def _predict(st, counters, states, weights, apm, hist, lut, inputs):
-    """Return P(next bit = 1) in units of 2**-16; leave what update needs in ``st``."""
-    s = st.s
+@kernel(inline=True)
+def _predict(s, hashes, buckets, state_slots, slots, mst, mix_set, mix_p, mix_dot, apm_slot, counters, states,
+             weights, apm, hist, lut, inputs):
+    """Return P(next bit = 1) in units of 2**-16; leave what update needs in the state arrays.
+
+    The arrays are the fields of :data:`State` and :data:`Tables`, unpacked once per step by
+    :func:`run_range`: taking a field out of a named tuple costs two atomic reference counts, too
+    much once per bit (it made the model 2.5 times slower).
+    """
     c0 = s[C0]
     bit = s[BIT]
     c1 = s[HIST4] & 0xFF
@@ -106,19 +115,18 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs):
     if bit == 0 or bit == 4:
         region = np.int64(0)
         for k in range(n_ctx):
-            st.buckets[k] = bucket(states, region, table_bits, mix_hash(st.hashes[k], c0), lut)
+            buckets[k] = bucket(states, region, table_bits, mix_hash(hashes[k], c0), lut)
             region += np.int64(1) << table_bits
     nibble = (c0 & ((1 << (bit & 3)) - 1)) | (1 << (bit & 3))  # 1..15 within the bucket
-    slots = st.slots
     slots[0] = c0
     slots[1] = ORDER1_BASE + (c1 << 8) + c0
     run = 3 + n_ctx  # first run input
     n_runs = s[N_RUNS]
     known = 0  # hashed contexts seen before: a stand-in for the longest matching order
     for k in range(n_ctx):
-        slot = st.buckets[k] + nibble
+        slot = buckets[k] + nibble
         state = np.int64(states[slot])
-        st.state_slots[k] = slot
+        state_slots[k] = slot
         slots[2 + k] = STATE_MAP_BASE + k * 256 + state
         if k < n_runs:
             inputs[run + k] = lut[LUT_RUN + state]
@@ -126,7 +134,7 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs):
             known += 1
     for k in range(2 + n_ctx):
         inputs[k] = lut[np.int64(counters[slots[k]]) >> 20]
-    inputs[2 + n_ctx] = match_predict(st.match, hist, s[HIST_BITS], counters, MATCH_SM_BASE, lut, c0, bit)
+    inputs[2 + n_ctx] = match_predict(mst, hist, s[HIST_BITS], counters, MATCH_SM_BASE, lut, c0, bit)
     inputs[n_in - 1] = 256
     ablate = s[ABLATE]
     if ablate != 0:
@@ -134,21 +142,20 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs):
             if (ablate >> k) & 1:
                 inputs[k] = 0
 
-    mixer_select(st.mix_set, n_in, match_state(st.match), c0, c1, (s[HIST4] >> 6) & 0x300, known, bit)
+    mixer_select(mix_set, n_in, match_state(mst), c0, c1, (s[HIST4] >> 6) & 0x300, known, bit)
     final = final_set(n_ctx, n_in, c0)
-    p_mix = mixer_predict(weights, inputs, n_in, st.mix_set, st.mix_p, st.mix_dot, s[N_MIX], final, lut)
+    p_mix = mixer_predict(weights, inputs, n_in, mix_set, mix_p, mix_dot, s[N_MIX], final, lut)
     s[P_MIX] = p_mix
     n_apm = s[N_APM]
-    p_apm = apm_predict(apm, st.apm_slot, n_apm, p_mix, c0, c1, s[HIST4], lut)
+    p_apm = apm_predict(apm, apm_slot, n_apm, p_mix, c0, c1, s[HIST4], lut)
     if (ablate >> APM_OFF) & 1:
         return binary_frequency(p_mix)
     return binary_frequency((2 * p_mix + (14 * p_apm) // n_apm) >> 4)
 
 
-@kernel
-def _end_of_byte(st, hist, mtable, byte):
+@kernel(inline=True)
+def _end_of_byte(s, kinds, hashes, mst, hist, mtable, byte):
     """Advance the byte contexts, the history and the match model after a whole byte."""
-    s = st.s
     hist_bits = s[HIST_BITS]
     hist_mask = (np.int64(1) << hist_bits) - 1
     pos = s[POS]
@@ -166,41 +173,39 @@ def _end_of_byte(st, hist, mtable, byte):
         s[PREV_WORD] = s[WORD]
         s[WORD] = 0
     for k in range(s[N_CTX]):
-        st.hashes[k] = context_hash(st.kinds[k], c4, c8, s[WORD], s[PREV_WORD])
-    match_update(st.match, hist, mtable, hist_bits, pos, byte, order6_hash(c4, c8))
+        hashes[k] = context_hash(kinds[k], c4, c8, s[WORD], s[PREV_WORD])
+    match_update(mst, hist, mtable, hist_bits, pos, byte, order6_hash(c4, c8))
 
 
-@kernel
-def _update(st, counters, states, weights, apm, hist, mtable, lut, inputs, bit):
-    """Learn from the coded bit; advance to the next bit."""
-    s = st.s
+@kernel(inline=True)
+def _update(s, kinds, hashes, state_slots, slots, mst, mix_set, mix_p, mix_dot, apm_slot, counters, states,
+            weights, apm, hist, mtable, lut, inputs, bit):
+    """Learn from the coded bit; advance to the next bit (arrays as for :func:`_predict`)."""
     n_ctx = s[N_CTX]
-    slots = st.slots
     train(counters, slots[0], bit, LIMIT_ORDER0, lut)
     train(counters, slots[1], bit, LIMIT_DIRECT, lut)
     for k in range(2, 2 + n_ctx):
         train(counters, slots[k], bit, LIMIT_DIRECT, lut)
     for k in range(n_ctx):
-        slot = st.state_slots[k]
+        slot = state_slots[k]
         states[slot] = lut[LUT_NEXT + 2 * np.int64(states[slot]) + bit]
-    match_train(st.match, counters, bit, lut)
+    match_train(mst, counters, bit, lut)
     n_in = s[N_IN]
     final = final_set(n_ctx, n_in, s[C0])
-    mixer_update(weights, inputs, n_in, st.mix_set, st.mix_p, st.mix_dot, s[N_MIX], final, s[P_MIX], bit, s[POS])
-    apm_update(apm, st.apm_slot, s[N_APM], bit)
+    mixer_update(weights, inputs, n_in, mix_set, mix_p, mix_dot, s[N_MIX], final, s[P_MIX], bit, s[POS])
+    apm_update(apm, apm_slot, s[N_APM], bit)
 
     c0 = s[C0] * 2 + bit
     s[BIT] += 1
     if c0 >= 256:
-        _end_of_byte(st, hist, mtable, c0 & 0xFF)
+        _end_of_byte(s, kinds, hashes, mst, hist, mtable, c0 & 0xFF)
         c0 = 1
         s[BIT] = 0
     s[C0] = c0
 
 
 @kernel
-def run_range(mode, data, coded, rc, st, counters, states, weights, apm, hist, mtable, lut, inputs, trace,
-              start, end):
+def run_range(mode, data, coded, rc, st, tb, trace, start, end):
     """Encode, decode or only learn bytes ``start`` to ``end`` of ``data`` (one step of a block).
 
     The coder (``rc``, started by :func:`statemix.coder.enc_init` or ``dec_init``) and every model
@@ -208,14 +213,16 @@ def run_range(mode, data, coded, rc, st, counters, states, weights, apm, hist, m
     codes ``data`` into ``coded``; DECODE decodes ``coded`` into ``data``; LEARN only updates.  If
     ``trace`` has rows, ``trace[8 * i + j, 0]`` receives the probability (units of 2**-16) that the
     model gave to the bit actually coded at bit j of byte i, and ``trace[8 * i + j, 1]`` the
-    mixer's (before the APMs).  ``inputs`` is the mixers' input vector (scratch: every bit rewrites
-    what it reads).
+    mixer's (before the APMs).  ``st``: the :data:`State`; ``tb``: the :data:`Tables`.
     """
     tracing = trace.shape[0] > 0
+    s, kinds, hashes, buckets, state_slots, slots, mst, mix_set, mix_p, mix_dot, apm_slot = st
+    counters, states, weights, apm, hist, mtable, lut, inputs = tb
     for i in range(start, end):
         byte = np.int64(data[i]) if mode != DECODE else np.int64(0)
         for j in range(8):
-            p = _predict(st, counters, states, weights, apm, hist, lut, inputs)
+            p = _predict(s, hashes, buckets, state_slots, slots, mst, mix_set, mix_p, mix_dot, apm_slot, counters,
+                         states, weights, apm, hist, lut, inputs)
             if mode == DECODE:
                 bit = dec_bit(rc, coded, p)
             else:
@@ -223,12 +230,13 @@ def run_range(mode, data, coded, rc, st, counters, states, weights, apm, hist, m
                 if mode == ENCODE:
                     enc_bit(rc, coded, p, bit)
             if tracing:
-                p_mix = st.s[P_MIX]
+                p_mix = s[P_MIX]
                 trace[8 * i + j, 0] = p if bit else 65536 - p
                 trace[8 * i + j, 1] = p_mix if bit else 65536 - p_mix
-            _update(st, counters, states, weights, apm, hist, mtable, lut, inputs, bit)
+            _update(s, kinds, hashes, state_slots, slots, mst, mix_set, mix_p, mix_dot, apm_slot, counters, states,
+                    weights, apm, hist, mtable, lut, inputs, bit)
         if mode == DECODE:
-            data[i] = st.s[HIST4] & 0xFF
+            data[i] = s[HIST4] & 0xFF
 
 
 RECORD_V2 = b"\x00\x01"  # a record with a component list starts so (a first record's table_bits is >= 12)
@@ -391,10 +399,11 @@ class Model:
         elif mode == DECODE:
             dec_init(self.rc, coded)
         n = data.shape[0]
+        tables = Tables(self.counters, self.states, self.weights, self.apm, self.hist, self.mtable, self.lut,
+                        self.inputs)
         for start in range(0, n, STEP_BYTES):
             end = min(n, start + STEP_BYTES)
-            run_range(mode, data, coded, self.rc, self.state, self.counters, self.states, self.weights,
-                      self.apm, self.hist, self.mtable, self.lut, self.inputs, trace, start, end)
+            run_range(mode, data, coded, self.rc, self.state, tables, trace, start, end)
             if progress is not None:
                 progress(end)
         if trace.shape[0]:

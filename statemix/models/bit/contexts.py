@@ -55,7 +55,7 @@ def order6_hash(c4, c8):
     return mix_hash(c4 | ((c8 & 0xFFFF) << 32), 6 << 40)
 
 
-@kernel
+@kernel(inline=True)
 def context_hash(kind, c4, c8, word, prev_word):
     """The hash of context ``kind`` after a byte (see the table in the module docstring)."""
     if kind == 0:
@@ -79,7 +79,7 @@ def context_hash(kind, c4, c8, word, prev_word):
     return mix_hash(c4 & 0xFF, 1 << 40)
 
 
-@kernel
+@kernel(inline=True)
 def bucket(states, region, table_bits, h, lut):
     """Return the index of the first byte of the 16-byte bucket for hash ``h`` in ``region``."""
     index = (h >> 12) & ((np.int64(1) << (table_bits - 4)) - 1)

@@ -28,7 +28,7 @@ N_COUNTERS = 64  # (32 length buckets) x (predicted bit)
 LIMIT = 1023  # counter confidence cap
 
 
-@kernel
+@kernel(inline=True)
 def match_predict(m, hist, hist_bits, counters, base, lut, c0, bit):
     """The match model's input for the next bit (stretch units, 0 without a prediction)."""
     m[SLOT] = -1
@@ -45,7 +45,7 @@ def match_predict(m, hist, hist_bits, counters, base, lut, c0, bit):
     return np.int64(0)
 
 
-@kernel
+@kernel(inline=True)
 def match_state(m):
     """0: no prediction this bit, 1: a match shorter than 16 bytes, 2: a longer one (selects weights)."""
     if m[SLOT] < 0:
@@ -53,13 +53,13 @@ def match_state(m):
     return 1 if m[LEN] < 16 else 2
 
 
-@kernel
+@kernel(inline=True)
 def match_train(m, counters, bit, lut):
     if m[SLOT] >= 0:
         train(counters, m[SLOT], bit, LIMIT, lut)
 
 
-@kernel
+@kernel(inline=True)
 def match_update(m, hist, mtable, hist_bits, pos, byte, key):
     """After ``byte`` was written at history position ``pos - 1``: extend, drop or find a match."""
     hist_mask = (np.int64(1) << hist_bits) - 1

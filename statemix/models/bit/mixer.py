@@ -37,7 +37,7 @@ def sets(max_contexts: int) -> int:
     return MIXER2_SETS + (max_contexts + 1) * 8
 
 
-@kernel
+@kernel(inline=True)
 def final_set(n_ctx, n_in, c0):
     """Index of the final mixer's first weight for ``c0`` (after the rows of :func:`sets`)."""
     return (MIXER2_SETS + (n_ctx + 1) * 8) * n_in + c0 * N_MIXERS
@@ -51,7 +51,7 @@ def initial_weights(n_sets: int, n_in: int) -> np.ndarray:
     return np.concatenate([weights.ravel(), final])
 
 
-@kernel
+@kernel(inline=True)
 def mixer_select(mix_set, n_in, match_state, c0, c1, c2_top, known, bit):
     """Pick each mixer's weight row (stored as the index of its first weight)."""
     mix_set[0] = (match_state * 256 + c0) * n_in
@@ -59,7 +59,7 @@ def mixer_select(mix_set, n_in, match_state, c0, c1, c2_top, known, bit):
     mix_set[2] = (MIXER2_SETS + known * 8 + bit) * n_in
 
 
-@kernel
+@kernel(inline=True)
 def mixer_predict(weights, inputs, n_in, mix_set, mix_p, mix_dot, n_mix, final_set, lut):
     """Return p_mix (units of 2**-16); keep each mixer's p and dot for training."""
     total = np.int64(0)
@@ -75,7 +75,7 @@ def mixer_predict(weights, inputs, n_in, mix_set, mix_p, mix_dot, n_mix, final_s
     return squash(lut, total >> 16) if n_mix > 1 else mix_p[0]
 
 
-@kernel
+@kernel(inline=True)
 def mixer_update(weights, inputs, n_in, mix_set, mix_p, mix_dot, n_mix, final_set, p_mix, bit, pos):
     """Train the final mixer and every mixer on the coded bit (see the module docstring)."""
     if n_mix > 1:

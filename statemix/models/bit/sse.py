@@ -24,7 +24,7 @@ def initial_apm(lut: np.ndarray) -> np.ndarray:
     return np.tile(lut[4096 + 2048 + bucket_centres], ROWS).astype(np.int32)
 
 
-@kernel
+@kernel(inline=True)
 def apm_predict(apm, apm_slot, n_apm, p_mix, c0, c1, hist4, lut):
     """Return the sum of the APMs' probabilities; remember the bucket each one trains."""
     position = (stretch(lut, p_mix) + 2048) * 32
@@ -39,7 +39,7 @@ def apm_predict(apm, apm_slot, n_apm, p_mix, c0, c1, hist4, lut):
     return p_apm
 
 
-@kernel
+@kernel(inline=True)
 def apm_update(apm, apm_slot, n_apm, bit):
     for a in range(n_apm):
         slot = apm_slot[a]

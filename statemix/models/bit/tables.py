@@ -89,7 +89,7 @@ def lookup_tables() -> np.ndarray:
     return _LUT
 
 
-@kernel
+@kernel(inline=True)
 def stretch(lut, p16):
     """ln(p / (1 - p)) in units of 1/256 for P(1) = p16 / 65536."""
     return lut[p16 >> 4]
@@ -105,7 +105,7 @@ def squash(lut, x):
     return lut[4096 + x + 2048]
 
 
-@kernel
+@kernel(inline=True)
 def train(counters, slot, bit, limit, lut):
     """Apply the counter rule to the 32-bit counter ``counters[slot]`` after ``bit``."""
     s = np.int64(counters[slot])
