@@ -72,8 +72,9 @@ def test_inlined_kernels_never_assign_to_a_parameter():
             for node in ast.walk(fn):
                 targets = node.targets if isinstance(node, ast.Assign) else (
                     [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)) else [])
-                for target in targets:
-                    for name in ast.walk(target):
+                for target in targets:  # a name, or names in a tuple (not a subscript: that writes an array)
+                    names = target.elts if isinstance(target, ast.Tuple) else [target]
+                    for name in names:
                         if isinstance(name, ast.Name) and name.id in params:
                             offenders.append(f"{path.name}:{fn.name}:{name.id}")
     assert offenders == []
