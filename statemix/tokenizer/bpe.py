@@ -36,6 +36,20 @@ from .vocab import Vocabulary
 
 
 @kernel
+def _pool_push(pool_pos, pool_next, head, used, capacity, position, rank):
+    """Put ``position`` at the front of rank ``rank``'s bucket as pool entry ``used`` (growing the pool
+    by half when full); return the pool arrays and its capacity."""
+    if used == capacity:
+        capacity = capacity + capacity // 2 + 64
+        pool_pos = _grow(pool_pos, capacity)
+        pool_next = _grow(pool_next, capacity)
+    pool_pos[used] = position
+    pool_next[used] = head[rank]
+    head[rank] = used
+    return pool_pos, pool_next, capacity
+
+
+@kernel
 def _encode_block(data, left, right, lengths, keys, ranks, byte_rank, out, stats):
     """Encode ``data`` (uint8) into ``out`` (int32, len >= len(data)); return the token count.
 
@@ -117,24 +131,12 @@ def _encode_block(data, left, right, lengths, keys, ranks, byte_rank, out, stats
                 prv[y] = p
                 r2 = _lookup(keys, ranks, c, tok[y])
                 if r2 >= 0:
-                    if used == capacity:
-                        capacity = capacity + capacity // 2 + 64
-                        pool_pos = _grow(pool_pos, capacity)
-                        pool_next = _grow(pool_next, capacity)
-                    pool_pos[used] = p
-                    pool_next[used] = head[r2]
-                    head[r2] = used
+                    pool_pos, pool_next, capacity = _pool_push(pool_pos, pool_next, head, used, capacity, p, r2)
                     used += 1
             if x >= 0:
                 r1 = _lookup(keys, ranks, tok[x], c)
                 if r1 >= 0:
-                    if used == capacity:
-                        capacity = capacity + capacity // 2 + 64
-                        pool_pos = _grow(pool_pos, capacity)
-                        pool_next = _grow(pool_next, capacity)
-                    pool_pos[used] = x
-                    pool_next[used] = head[r1]
-                    head[r1] = used
+                    pool_pos, pool_next, capacity = _pool_push(pool_pos, pool_next, head, used, capacity, x, r1)
                     used += 1
     peak += 8 * capacity + 4 * scratch.shape[0]
     if peak > stats[0]:

@@ -18,7 +18,7 @@ import numpy as np
 
 from ..._fmath import sigmoid32
 from ..._jit import kernel, prange
-from .numerics import dot8, dot_lanes, layernorm_backward, sum8
+from .numerics import dot8, dot_lanes, layernorm_backward
 from .layout import (
     ADAM_BLOCK, A_LOG, CONV_B, CONV_W, DSKIP, DT_B, DT_W, EMB, F0, F1, HEAD, HEAD_BLOCK, H_SMOOTH, LANES,
     LNF_B, LNF_G, LN_B, LN_G, NT, S_BPTT, S_D, S_E, S_EB, S_K, S_L, S_N, S_R, S_T, S_V, T_GROUP, WIN, WOUT,
@@ -158,8 +158,9 @@ def _bwd_xproj(P, off, sz, acts, grads, l, t):
     N = sz[S_N]
     R = sz[S_R]
     g = gp[l, t]
+    ones = np.ones(E, dtype=np.float32)  # x * 1 is exact: dot8 against ones is the lane-order sum
     for n in range(N):
-        g[n] = sum8(qb[l, t, n], E)
+        g[n] = dot8(qb[l, t, n], ones, E)
     odw = off[l * NT + DT_W]
     g[2 * N] = dot8(gdtpre[l, t], P[odw:odw + E], E)
     ow = off[l * NT + WX]

@@ -6,10 +6,11 @@ target or on how LLVM would like to reorder (see the project's determinism notes
 - :func:`statemix._fmath.sum_lanes`, :func:`~statemix._fmath.dot_lanes` (re-exported here): long
   vectors (V, parameter blocks): ``LANES`` = 64 interleaved partial sums (lane = index mod 64),
   then a pairwise tree 0+32, 1+33, ..., 0+1.
-- :func:`dot8`, :func:`sum8`: short vectors (D, E, N): 8 scalar lanes (lane = index mod 8), then
-  the tree (0+4, 1+5, 2+6, 3+7), (0+2, 1+3), 0+1; no allocation in the hot loops.
-- :func:`layernorm`: ``out = (x - mean) / sqrt(var + 1e-5) * g + b`` with mean and variance from
-  :func:`sum8`; keeps the normalised ``nrm`` and returns 1/sqrt(var + eps) for the backward pass.
+- :func:`dot8`: short vectors (D, E, N): 8 scalar lanes (lane = index mod 8), then the tree
+  (0+4, 1+5, 2+6, 3+7), (0+2, 1+3), 0+1; no allocation in the hot loops.  A plain sum in this order
+  is a dot product with ones (``x * 1`` is exact).
+- :func:`layernorm`: ``out = (x - mean) / sqrt(var + 1e-5) * g + b`` with mean and variance summed
+  in index order; keeps the normalised ``nrm`` and returns 1/sqrt(var + eps) for the backward pass.
 """
 
 from __future__ import annotations
@@ -58,45 +59,6 @@ def dot8(a, b, n):
         s5 += a[full + 5] * b[full + 5]
     if r > 6:
         s6 += a[full + 6] * b[full + 6]
-    return ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7))
-
-
-@kernel
-def sum8(a, n):
-    """Sum of a short vector in the lane order of :func:`dot8`."""
-    s0 = F0
-    s1 = F0
-    s2 = F0
-    s3 = F0
-    s4 = F0
-    s5 = F0
-    s6 = F0
-    s7 = F0
-    full = n - n % 8
-    for i in range(0, full, 8):
-        s0 += a[i]
-        s1 += a[i + 1]
-        s2 += a[i + 2]
-        s3 += a[i + 3]
-        s4 += a[i + 4]
-        s5 += a[i + 5]
-        s6 += a[i + 6]
-        s7 += a[i + 7]
-    r = n - full
-    if r > 0:
-        s0 += a[full]
-    if r > 1:
-        s1 += a[full + 1]
-    if r > 2:
-        s2 += a[full + 2]
-    if r > 3:
-        s3 += a[full + 3]
-    if r > 4:
-        s4 += a[full + 4]
-    if r > 5:
-        s5 += a[full + 5]
-    if r > 6:
-        s6 += a[full + 6]
     return ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7))
 
 
