@@ -34,7 +34,8 @@ tables follow from the record and adding a context never changes what an existin
 
 ``run_range`` is the single loop shared by encoder, decoder and learner (for blocks that were stored
 instead of modelled): the three differ only in where each bit comes from and whether it is coded.
-It runs any range of a block: the coder and all model state live in the arrays of :data:`State`.
+It runs any range of a block: the coder and all model state live in arrays (the state: one int64
+array laid out by :data:`STATE_FIELDS`).
 
 Memory (bytes): n * 2**table_bits (histories) + 2**hist_bits (history) + 2**hist_bits (match table,
 int32 per 4 bytes of history) + about 17 MiB (APMs, order-1 counters, weights).
@@ -75,18 +76,6 @@ ORDER1_BASE = 256
 MATCH_SM_BASE = ORDER1_BASE + 65536
 STATE_MAP_BASE = MATCH_SM_BASE + match.N_COUNTERS
 
-#: The model state: int64 arrays, one per job (sizes in brackets; n contexts, up to 3 mixers).
-State = namedtuple("State", [
-    "s",            # scalars, indexed by the names below
-    "kinds",        # [n] context kind of each listed context (.bit.contexts ids)
-    "hashes",       # [n] context hashes at the last byte boundary
-    "buckets",      # [n] bucket of each context for the current nibble
-    "state_slots",  # [n] bit-history state used this bit
-    "slots",        # [2 + n] counter used by each counter input this bit
-    "match",        # [.bit.match.STATE_SIZE]
-    "mix_set", "mix_p", "mix_dot",  # [3] each mixer's weight row, P(1) and stretch(P)
-    "apm_slot",     # [2] bucket each APM trains
-])
 #: The model's tables (views of the Model's arrays): 32-bit counters, bit-history states (uint8),
 #: mixer weights and APM buckets (int32), the history ring (uint8), the match table (int32), the
 #: fixed tables (int64, .bit.tables) and the mixers' input vector (int64 scratch).
@@ -95,113 +84,128 @@ SCALARS = ("c0 hist4 hist8 pos bit word prev_word p_mix table_bits hist_bits abl
            "n_in").split()
 (C0, HIST4, HIST8, POS, BIT, WORD, PREV_WORD, P_MIX, TABLE_BITS, HIST_BITS, ABLATE, N_CTX, N_RUNS, N_MIX, N_APM,
  N_IN) = range(len(SCALARS))
+#: The model state is one int64 array ``st``: the scalars above, then one field per job, each at the
+#: offset :func:`_layout` computes from its size (n contexts: at most N_HASHED).  One array, not a
+#: named tuple of arrays: a named tuple's fields cost atomic reference counts per bit (measured: the
+#: model ran 2.5 times slower), and one array lets the kernels' loads and stores be told apart.
+STATE_FIELDS = (("scalars", len(SCALARS)), ("kinds", N_HASHED), ("hashes", N_HASHED), ("buckets", N_HASHED),
+                ("state_slots", N_HASHED), ("slots", 2 + N_HASHED), ("match", match.STATE_SIZE),
+                ("mixers", mixer.STATE_SIZE), ("apms", sse.STATE_SIZE))
+
+
+def _layout(fields) -> dict:
+    """Offsets of consecutive fields of the given sizes, and the total under "size"."""
+    offsets, at = {}, 0
+    for name, size in fields:
+        offsets[name] = at
+        at += size
+    offsets["size"] = at
+    return offsets
+
+
+_AT = _layout(STATE_FIELDS)
+KINDS, HASHES, BUCKETS, STATE_SLOTS, SLOTS = (_AT[k] for k in ("kinds", "hashes", "buckets", "state_slots", "slots"))
+MATCH, MIXERS, APMS, STATE_SIZE = _AT["match"], _AT["mixers"], _AT["apms"], _AT["size"]
 
 
 @kernel(inline=True)
-def _predict(s, hashes, buckets, state_slots, slots, mst, mix_set, mix_p, mix_dot, apm_slot, counters, states,
-             weights, apm, hist, lut, inputs):
-    """Return P(next bit = 1) in units of 2**-16; leave what update needs in the state arrays.
-
-    The arrays are the fields of :data:`State` and :data:`Tables`, unpacked once per step by
-    :func:`run_range`: taking a field out of a named tuple costs two atomic reference counts, too
-    much once per bit (it made the model 2.5 times slower).
-    """
-    c0 = s[C0]
-    bit = s[BIT]
-    c1 = s[HIST4] & 0xFF
-    table_bits = s[TABLE_BITS]
-    n_ctx = s[N_CTX]
-    n_in = s[N_IN]
+def _predict(st, counters, states, weights, apm, hist, lut, inputs):
+    """Return P(next bit = 1) in units of 2**-16; leave what update needs in ``st``."""
+    c0 = st[C0]
+    bit = st[BIT]
+    c1 = st[HIST4] & 0xFF
+    table_bits = st[TABLE_BITS]
+    n_ctx = st[N_CTX]
+    n_in = st[N_IN]
     if bit == 0 or bit == 4:
         region = np.int64(0)
         for k in range(n_ctx):
-            buckets[k] = bucket(states, region, table_bits, mix_hash(hashes[k], c0), lut)
+            st[BUCKETS + k] = bucket(states, region, table_bits, mix_hash(st[HASHES + k], c0), lut)
             region += np.int64(1) << table_bits
     nibble = (c0 & ((1 << (bit & 3)) - 1)) | (1 << (bit & 3))  # 1..15 within the bucket
-    slots[0] = c0
-    slots[1] = ORDER1_BASE + (c1 << 8) + c0
+    st[SLOTS + 0] = c0
+    st[SLOTS + 1] = ORDER1_BASE + (c1 << 8) + c0
     run = 3 + n_ctx  # first run input
-    n_runs = s[N_RUNS]
+    n_runs = st[N_RUNS]
     known = 0  # hashed contexts seen before: a stand-in for the longest matching order
     for k in range(n_ctx):
-        slot = buckets[k] + nibble
+        slot = st[BUCKETS + k] + nibble
         state = np.int64(states[slot])
-        state_slots[k] = slot
-        slots[2 + k] = STATE_MAP_BASE + k * 256 + state
+        st[STATE_SLOTS + k] = slot
+        st[SLOTS + 2 + k] = STATE_MAP_BASE + k * 256 + state
         if k < n_runs:
             inputs[run + k] = lut[LUT_RUN + state]
         if state != 0:
             known += 1
     for k in range(2 + n_ctx):
-        inputs[k] = lut[np.int64(counters[slots[k]]) >> 20]
-    inputs[2 + n_ctx] = match_predict(mst, hist, s[HIST_BITS], counters, MATCH_SM_BASE, lut, c0, bit)
+        inputs[k] = lut[np.int64(counters[st[SLOTS + k]]) >> 20]
+    inputs[2 + n_ctx] = match_predict(st, MATCH, hist, st[HIST_BITS], counters, MATCH_SM_BASE, lut, c0, bit)
     inputs[n_in - 1] = 256
-    ablate = s[ABLATE]
+    ablate = st[ABLATE]
     if ablate != 0:
         for k in range(n_in):
             if (ablate >> k) & 1:
                 inputs[k] = 0
 
-    mixer_select(mix_set, n_in, match_state(mst), c0, c1, (s[HIST4] >> 6) & 0x300, known, bit)
+    mixer_select(st, MIXERS, n_in, match_state(st, MATCH), c0, c1, (st[HIST4] >> 6) & 0x300, known, bit)
     final = final_set(n_ctx, n_in, c0)
-    p_mix = mixer_predict(weights, inputs, n_in, mix_set, mix_p, mix_dot, s[N_MIX], final, lut)
-    s[P_MIX] = p_mix
-    n_apm = s[N_APM]
-    p_apm = apm_predict(apm, apm_slot, n_apm, p_mix, c0, c1, s[HIST4], lut)
+    p_mix = mixer_predict(weights, inputs, n_in, st, MIXERS, st[N_MIX], final, lut)
+    st[P_MIX] = p_mix
+    n_apm = st[N_APM]
+    p_apm = apm_predict(apm, st, APMS, n_apm, p_mix, c0, c1, st[HIST4], lut)
     if (ablate >> APM_OFF) & 1:
         return binary_frequency(p_mix)
     return binary_frequency((2 * p_mix + (14 * p_apm) // n_apm) >> 4)
 
 
 @kernel(inline=True)
-def _end_of_byte(s, kinds, hashes, mst, hist, mtable, byte):
+def _end_of_byte(st, hist, mtable, byte):
     """Advance the byte contexts, the history and the match model after a whole byte."""
-    hist_bits = s[HIST_BITS]
+    hist_bits = st[HIST_BITS]
     hist_mask = (np.int64(1) << hist_bits) - 1
-    pos = s[POS]
+    pos = st[POS]
     hist[pos & hist_mask] = byte
     pos += 1
-    s[POS] = pos
-    s[HIST8] = ((s[HIST8] << 8) | (s[HIST4] >> 24)) & 0xFFFFFFFF
-    s[HIST4] = ((s[HIST4] << 8) | byte) & 0xFFFFFFFF
-    c4 = s[HIST4]
-    c8 = s[HIST8]
+    st[POS] = pos
+    st[HIST8] = ((st[HIST8] << 8) | (st[HIST4] >> 24)) & 0xFFFFFFFF
+    st[HIST4] = ((st[HIST4] << 8) | byte) & 0xFFFFFFFF
+    c4 = st[HIST4]
+    c8 = st[HIST8]
     letter = byte | 32
     if 97 <= letter <= 122:
-        s[WORD] = mix_hash(s[WORD], letter)
-    elif s[WORD] != 0:
-        s[PREV_WORD] = s[WORD]
-        s[WORD] = 0
-    for k in range(s[N_CTX]):
-        hashes[k] = context_hash(kinds[k], c4, c8, s[WORD], s[PREV_WORD])
-    match_update(mst, hist, mtable, hist_bits, pos, byte, order6_hash(c4, c8))
+        st[WORD] = mix_hash(st[WORD], letter)
+    elif st[WORD] != 0:
+        st[PREV_WORD] = st[WORD]
+        st[WORD] = 0
+    for k in range(st[N_CTX]):
+        st[HASHES + k] = context_hash(st[KINDS + k], c4, c8, st[WORD], st[PREV_WORD])
+    match_update(st, MATCH, hist, mtable, hist_bits, pos, byte, order6_hash(c4, c8))
 
 
 @kernel(inline=True)
-def _update(s, kinds, hashes, state_slots, slots, mst, mix_set, mix_p, mix_dot, apm_slot, counters, states,
-            weights, apm, hist, mtable, lut, inputs, bit):
-    """Learn from the coded bit; advance to the next bit (arrays as for :func:`_predict`)."""
-    n_ctx = s[N_CTX]
-    train(counters, slots[0], bit, LIMIT_ORDER0, lut)
-    train(counters, slots[1], bit, LIMIT_DIRECT, lut)
+def _update(st, counters, states, weights, apm, hist, mtable, lut, inputs, bit):
+    """Learn from the coded bit; advance to the next bit."""
+    n_ctx = st[N_CTX]
+    train(counters, st[SLOTS + 0], bit, LIMIT_ORDER0, lut)
+    train(counters, st[SLOTS + 1], bit, LIMIT_DIRECT, lut)
     for k in range(2, 2 + n_ctx):
-        train(counters, slots[k], bit, LIMIT_DIRECT, lut)
+        train(counters, st[SLOTS + k], bit, LIMIT_DIRECT, lut)
     for k in range(n_ctx):
-        slot = state_slots[k]
+        slot = st[STATE_SLOTS + k]
         states[slot] = lut[LUT_NEXT + 2 * np.int64(states[slot]) + bit]
-    match_train(mst, counters, bit, lut)
-    n_in = s[N_IN]
-    final = final_set(n_ctx, n_in, s[C0])
-    mixer_update(weights, inputs, n_in, mix_set, mix_p, mix_dot, s[N_MIX], final, s[P_MIX], bit, s[POS])
-    apm_update(apm, apm_slot, s[N_APM], bit)
+    match_train(st, MATCH, counters, bit, lut)
+    n_in = st[N_IN]
+    final = final_set(n_ctx, n_in, st[C0])
+    mixer_update(weights, inputs, n_in, st, MIXERS, st[N_MIX], final, st[P_MIX], bit, st[POS])
+    apm_update(apm, st, APMS, st[N_APM], bit)
 
-    c0 = s[C0] * 2 + bit
-    s[BIT] += 1
+    c0 = st[C0] * 2 + bit
+    st[BIT] += 1
     if c0 >= 256:
-        _end_of_byte(s, kinds, hashes, mst, hist, mtable, c0 & 0xFF)
+        _end_of_byte(st, hist, mtable, c0 & 0xFF)
         c0 = 1
-        s[BIT] = 0
-    s[C0] = c0
+        st[BIT] = 0
+    st[C0] = c0
 
 
 @kernel
@@ -213,16 +217,14 @@ def run_range(mode, data, coded, rc, st, tb, trace, start, end):
     codes ``data`` into ``coded``; DECODE decodes ``coded`` into ``data``; LEARN only updates.  If
     ``trace`` has rows, ``trace[8 * i + j, 0]`` receives the probability (units of 2**-16) that the
     model gave to the bit actually coded at bit j of byte i, and ``trace[8 * i + j, 1]`` the
-    mixer's (before the APMs).  ``st``: the :data:`State`; ``tb``: the :data:`Tables`.
+    mixer's (before the APMs).  ``st``: the state array; ``tb``: the :data:`Tables`.
     """
     tracing = trace.shape[0] > 0
-    s, kinds, hashes, buckets, state_slots, slots, mst, mix_set, mix_p, mix_dot, apm_slot = st
     counters, states, weights, apm, hist, mtable, lut, inputs = tb
     for i in range(start, end):
         byte = np.int64(data[i]) if mode != DECODE else np.int64(0)
         for j in range(8):
-            p = _predict(s, hashes, buckets, state_slots, slots, mst, mix_set, mix_p, mix_dot, apm_slot, counters,
-                         states, weights, apm, hist, lut, inputs)
+            p = _predict(st, counters, states, weights, apm, hist, lut, inputs)
             if mode == DECODE:
                 bit = dec_bit(rc, coded, p)
             else:
@@ -230,13 +232,12 @@ def run_range(mode, data, coded, rc, st, tb, trace, start, end):
                 if mode == ENCODE:
                     enc_bit(rc, coded, p, bit)
             if tracing:
-                p_mix = s[P_MIX]
+                p_mix = st[P_MIX]
                 trace[8 * i + j, 0] = p if bit else 65536 - p
                 trace[8 * i + j, 1] = p_mix if bit else 65536 - p_mix
-            _update(s, kinds, hashes, state_slots, slots, mst, mix_set, mix_p, mix_dot, apm_slot, counters, states,
-                    weights, apm, hist, mtable, lut, inputs, bit)
+            _update(st, counters, states, weights, apm, hist, mtable, lut, inputs, bit)
         if mode == DECODE:
-            data[i] = s[HIST4] & 0xFF
+            data[i] = st[HIST4] & 0xFF
 
 
 RECORD_V2 = b"\x00\x01"  # a record with a component list starts so (a first record's table_bits is >= 12)
@@ -340,17 +341,14 @@ STEP_BYTES = 1 << 14
 _CONSTANT = frozenset({"config", "spec", "lut", "_sink"})
 
 
-def new_state(config: Config) -> State:
-    n = config.contexts
-    i64 = np.int64
-    st = State(np.zeros(len(SCALARS), i64), np.array(config.context_kinds, i64), np.zeros(n, i64),
-               np.zeros(n, i64), np.zeros(n, i64), np.zeros(2 + n, i64), np.zeros(match.STATE_SIZE, i64),
-               np.zeros(N_MIXERS, i64), np.zeros(N_MIXERS, i64), np.zeros(N_MIXERS, i64), np.zeros(2, i64))
-    s = st.s
-    s[C0] = 1
-    s[TABLE_BITS], s[HIST_BITS] = config.table_bits, config.hist_bits
-    s[N_CTX], s[N_RUNS], s[N_MIX], s[N_APM], s[N_IN] = (config.contexts, config.run_inputs, config.mixers,
-                                                        config.apms, config.inputs)
+def new_state(config: Config) -> np.ndarray:
+    """The initial state array of ``config`` (layout: :data:`STATE_FIELDS`)."""
+    st = np.zeros(STATE_SIZE, dtype=np.int64)
+    st[C0] = 1
+    st[TABLE_BITS], st[HIST_BITS] = config.table_bits, config.hist_bits
+    st[N_CTX], st[N_RUNS], st[N_MIX], st[N_APM], st[N_IN] = (config.contexts, config.run_inputs, config.mixers,
+                                                             config.apms, config.inputs)
+    st[KINDS:KINDS + config.contexts] = config.context_kinds
     return st
 
 
@@ -387,7 +385,7 @@ class Model:
         for k, kind in enumerate(config.context_kinds):
             inputs[contexts.NAMES[kind]] = [2 + k] + ([3 + config.contexts + k] if k < config.run_inputs else [])
         model = Model(config)
-        model.state.s[ABLATE] = sum(1 << i for name in components for i in inputs[name])
+        model.state[ABLATE] = sum(1 << i for name in components for i in inputs[name])
         return model
 
     def _run(self, mode: int, data: np.ndarray, coded: np.ndarray, progress) -> int:

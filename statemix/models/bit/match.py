@@ -10,8 +10,8 @@ predicted byte agrees with the partial byte ``c0``, its next bit selects one of 
 counters by (length bucket: 0..15, then 16 + length / 16 up to 31; predicted bit); the mixer input is
 that counter's stretched probability (else 0).
 
-State ``m`` (int64): ``m[PTR]`` the history position of the predicted byte, ``m[LEN]`` the match
-length in bytes (0: none), ``m[SLOT]`` the counter used this bit (-1: none).
+State ``m`` (int64): ``st[m0 + PTR]`` the history position of the predicted byte, ``st[m0 + LEN]`` the match
+length in bytes (0: none), ``st[m0 + SLOT]`` the counter used this bit (-1: none).
 """
 
 from __future__ import annotations
@@ -29,49 +29,49 @@ LIMIT = 1023  # counter confidence cap
 
 
 @kernel(inline=True)
-def match_predict(m, hist, hist_bits, counters, base, lut, c0, bit):
+def match_predict(st, m0, hist, hist_bits, counters, base, lut, c0, bit):
     """The match model's input for the next bit (stretch units, 0 without a prediction)."""
-    m[SLOT] = -1
-    match_len = m[LEN]
+    st[m0 + SLOT] = -1
+    match_len = st[m0 + LEN]
     if match_len > 0:
         hist_mask = (np.int64(1) << hist_bits) - 1
-        expected = np.int64(hist[m[PTR] & hist_mask]) | 256
+        expected = np.int64(hist[st[m0 + PTR] & hist_mask]) | 256
         if (expected >> (8 - bit)) == c0:
             ebit = (expected >> (7 - bit)) & 1
             length_bucket = match_len if match_len < 16 else 16 + min(match_len >> 4, 15)
             slot = base + length_bucket * 2 + ebit
-            m[SLOT] = slot
+            st[m0 + SLOT] = slot
             return lut[np.int64(counters[slot]) >> 20]
     return np.int64(0)
 
 
 @kernel(inline=True)
-def match_state(m):
+def match_state(st, m0):
     """0: no prediction this bit, 1: a match shorter than 16 bytes, 2: a longer one (selects weights)."""
-    if m[SLOT] < 0:
+    if st[m0 + SLOT] < 0:
         return 0
-    return 1 if m[LEN] < 16 else 2
+    return 1 if st[m0 + LEN] < 16 else 2
 
 
 @kernel(inline=True)
-def match_train(m, counters, bit, lut):
-    if m[SLOT] >= 0:
-        train(counters, m[SLOT], bit, LIMIT, lut)
+def match_train(st, m0, counters, bit, lut):
+    if st[m0 + SLOT] >= 0:
+        train(counters, st[m0 + SLOT], bit, LIMIT, lut)
 
 
 @kernel(inline=True)
-def match_update(m, hist, mtable, hist_bits, pos, byte, key):
+def match_update(st, m0, hist, mtable, hist_bits, pos, byte, key):
     """After ``byte`` was written at history position ``pos - 1``: extend, drop or find a match."""
     hist_mask = (np.int64(1) << hist_bits) - 1
     match_bits = hist_bits - 2
-    if m[LEN] > 0:
-        if hist[m[PTR] & hist_mask] == byte:
-            m[LEN] = min(m[LEN] + 1, 65535)
-            m[PTR] += 1
+    if st[m0 + LEN] > 0:
+        if hist[st[m0 + PTR] & hist_mask] == byte:
+            st[m0 + LEN] = min(st[m0 + LEN] + 1, 65535)
+            st[m0 + PTR] += 1
         else:
-            m[LEN] = 0
+            st[m0 + LEN] = 0
     entry = (key >> 20) & ((np.int64(1) << match_bits) - 1)
-    if m[LEN] == 0 and pos >= MIN_MATCH:
+    if st[m0 + LEN] == 0 and pos >= MIN_MATCH:
         stored = np.int64(mtable[entry])
         distance = (pos - stored) & 0x7FFFFFFF  # positions are kept modulo 2**31
         candidate = pos - distance
@@ -80,6 +80,6 @@ def match_update(m, hist, mtable, hist_bits, pos, byte, key):
             while length < 32 and hist[(candidate - 1 - length) & hist_mask] == hist[(pos - 1 - length) & hist_mask]:
                 length += 1
             if length >= MIN_MATCH:
-                m[LEN] = length
-                m[PTR] = candidate
+                st[m0 + LEN] = length
+                st[m0 + PTR] = candidate
     mtable[entry] = pos & 0x7FFFFFFF

@@ -8,6 +8,9 @@ position) - and give ``dot_m = clamp(sum w_i x_i >> 16, +-2047)`` and ``p_m = sq
 final mixer, one weight set of ``N_MIXERS`` per ``c0`` after the ``SETS`` rows, combines them:
 ``p_mix = squash(sum v_m dot_m >> 16)`` (P(1) in units of 2**-16); with one mixer, ``p_mix = p_0``.
 
+State: ``STATE_SIZE`` int64 words of the model's state array ``st`` from ``x0``: each mixer's weight
+row (as the index of its first weight), then each mixer's p, then each mixer's dot.
+
 Training, after the bit ``y``: the final mixer ``v_m += dot_m * err * FINAL_RATE >> 18`` with ``err
 = y * 2**16 - p_mix``; each mixer ``w_i += x_i * err_m * rate >> 18`` with ``err_m = y * 2**16 -
 p_m``, skipped when ``|err_m| < MIXER_SKIP``, and ``rate = MIXER_RATE + MIXER_RATE_BOOST * 2**16 /
@@ -30,6 +33,7 @@ MIXER_RATE = 4  # mixer learning rate (scale: see module docstring)
 MIXER_SKIP = 1024  # mixers skip training when |bit - p| < MIXER_SKIP / 2**16
 MIXER_RATE_BOOST = 24  # extra rate at the start of a stream, decaying as 2**16 / (bytes seen + 2**16)
 WEIGHT_LIMIT = 1 << 24
+STATE_SIZE = 3 * N_MIXERS
 
 
 def sets(max_contexts: int) -> int:
@@ -52,44 +56,44 @@ def initial_weights(n_sets: int, n_in: int) -> np.ndarray:
 
 
 @kernel(inline=True)
-def mixer_select(mix_set, n_in, match_state, c0, c1, c2_top, known, bit):
+def mixer_select(st, x0, n_in, match_state, c0, c1, c2_top, known, bit):
     """Pick each mixer's weight row (stored as the index of its first weight)."""
-    mix_set[0] = (match_state * 256 + c0) * n_in
-    mix_set[1] = (MIXER1_SETS + c1 + c2_top) * n_in
-    mix_set[2] = (MIXER2_SETS + known * 8 + bit) * n_in
+    st[x0 + 0] = (match_state * 256 + c0) * n_in
+    st[x0 + 1] = (MIXER1_SETS + c1 + c2_top) * n_in
+    st[x0 + 2] = (MIXER2_SETS + known * 8 + bit) * n_in
 
 
 @kernel(inline=True)
-def mixer_predict(weights, inputs, n_in, mix_set, mix_p, mix_dot, n_mix, final_set, lut):
+def mixer_predict(weights, inputs, n_in, st, x0, n_mix, final_set, lut):
     """Return p_mix (units of 2**-16); keep each mixer's p and dot for training."""
     total = np.int64(0)
     for m in range(n_mix):
-        row = mix_set[m]
+        row = st[x0 + m]
         dot = np.int64(0)
         for k in range(n_in):
             dot += np.int64(weights[row + k]) * inputs[k]
         dot = max(-2047, min(2047, dot >> 16))
-        mix_p[m] = squash(lut, dot)
-        mix_dot[m] = dot
+        st[x0 + N_MIXERS + m] = squash(lut, dot)
+        st[x0 + 2 * N_MIXERS + m] = dot
         total += np.int64(weights[final_set + m]) * dot
-    return squash(lut, total >> 16) if n_mix > 1 else mix_p[0]
+    return squash(lut, total >> 16) if n_mix > 1 else st[x0 + N_MIXERS + 0]
 
 
 @kernel(inline=True)
-def mixer_update(weights, inputs, n_in, mix_set, mix_p, mix_dot, n_mix, final_set, p_mix, bit, pos):
+def mixer_update(weights, inputs, n_in, st, x0, n_mix, final_set, p_mix, bit, pos):
     """Train the final mixer and every mixer on the coded bit (see the module docstring)."""
     if n_mix > 1:
         err = ((np.int64(bit) << 16) - p_mix) * FINAL_RATE
         for m in range(n_mix):
-            w = np.int64(weights[final_set + m]) + ((mix_dot[m] * err) >> 18)
+            w = np.int64(weights[final_set + m]) + ((st[x0 + 2 * N_MIXERS + m] * err) >> 18)
             weights[final_set + m] = max(-WEIGHT_LIMIT, min(WEIGHT_LIMIT, w))
     rate = MIXER_RATE + (MIXER_RATE_BOOST << 16) // (pos + (1 << 16))  # faster while young
     for m in range(n_mix):
-        miss = (np.int64(bit) << 16) - mix_p[m]
+        miss = (np.int64(bit) << 16) - st[x0 + N_MIXERS + m]
         if -MIXER_SKIP < miss < MIXER_SKIP:  # well predicted: the update would be negligible
             continue
         err = miss * rate
-        row = mix_set[m]
+        row = st[x0 + m]
         for k in range(n_in):
             w = np.int64(weights[row + k]) + ((inputs[k] * err) >> 18)
             weights[row + k] = max(-WEIGHT_LIMIT, min(WEIGHT_LIMIT, w))

@@ -17,6 +17,7 @@ from .tables import stretch
 APM_RATE = 6  # APM update: moves 2**-APM_RATE of the way to the target
 ROWS = 2 * 65536  # 65,536 rows per APM
 BUCKETS = 33
+STATE_SIZE = 2  # per APM: the bucket it trains this bit, in the state array from a0
 
 
 def initial_apm(lut: np.ndarray) -> np.ndarray:
@@ -25,7 +26,7 @@ def initial_apm(lut: np.ndarray) -> np.ndarray:
 
 
 @kernel(inline=True)
-def apm_predict(apm, apm_slot, n_apm, p_mix, c0, c1, hist4, lut):
+def apm_predict(apm, st, a0, n_apm, p_mix, c0, c1, hist4, lut):
     """Return the sum of the APMs' probabilities; remember the bucket each one trains."""
     position = (stretch(lut, p_mix) + 2048) * 32
     low = position >> 12
@@ -35,13 +36,13 @@ def apm_predict(apm, apm_slot, n_apm, p_mix, c0, c1, hist4, lut):
     for a in range(n_apm):
         row = ((c1 << 8) + c0 if a == 0 else 65536 + order2) * BUCKETS + low
         p_apm += (np.int64(apm[row]) * (4096 - weight) + np.int64(apm[row + 1]) * weight) >> 12
-        apm_slot[a] = row + (weight >> 11)
+        st[a0 + a] = row + (weight >> 11)
     return p_apm
 
 
 @kernel(inline=True)
-def apm_update(apm, apm_slot, n_apm, bit):
+def apm_update(apm, st, a0, n_apm, bit):
     for a in range(n_apm):
-        slot = apm_slot[a]
+        slot = st[a0 + a]
         value = np.int64(apm[slot])
         apm[slot] = value + (((np.int64(bit) << 16) - value) >> APM_RATE)
