@@ -50,6 +50,9 @@ from statemix import tokenizer  # noqa: E402
 from statemix._jit import set_threads  # noqa: E402
 from statemix._varint import encode_varint  # noqa: E402
 from statemix.models import ssm  # noqa: E402
+from statemix.models.nn import backward as bwd
+from statemix.models.nn import forward as fwd
+from statemix.models.nn import train
 from tokenizer_study import GENERAL  # noqa: E402
 from tokenizer_study import strategy_vocabulary as study_vocabulary  # noqa: E402
 
@@ -171,24 +174,22 @@ def train_bench(config: ssm.Config, data: bytes, reps: int = 200) -> dict:
     """Time the training step alone at 1 and 2 threads from the same model state."""
     base = ssm.Model(config)
     base.encode(data[: 40 * config.chunk], 1 << 20)  # past the early schedule
+    start = base.snapshot()
     out = {}
     params = {}
     for threads in (1, 2, 1, 2):
         set_threads(threads)
-        m = ssm.Model(config)
-        if base.vocabulary is not None:  # BPE: allocate at the same V
-            m._set_vocabulary(base.vocabulary)
-        for name in ("P", "G", "M", "W", "Aneg", "st", "sf", "tin", "tout"):
-            getattr(m, name)[...] = getattr(base, name)
-        m.acts = tuple(a.copy() for a in base.acts)
+        model = ssm.Model(config)
+        model.restore(start)  # the same state, BPE vocabulary included
+        m = model.network
         lr = np.float32(config.lr)
-        ssm.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
+        fwd.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
         t0 = time.perf_counter()
         for _ in range(reps):
-            ssm.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
-            ssm.backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout, m.G)
-            ssm.adam_step(m.P, m.G, m.M, m.W, m.hy, m.sf, lr, m.partial)
-            ssm.refresh_a(m.P, m.off, m.sz, m.Aneg)
+            fwd.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
+            bwd.backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout, m.G)
+            train.adam_step(m.P, m.G, m.M, m.W, m.hy, m.sf, lr, m.partial)
+            train.refresh_a(m.P, m.off, m.sz, m.Aneg)
         ms = (time.perf_counter() - t0) / reps * 1e3
         out[f"ms_per_iteration_T{threads}"] = min(ms, out.get(f"ms_per_iteration_T{threads}", 1e9))
         params[threads] = m.P.copy()

@@ -73,6 +73,7 @@ def _plot(report, path: str) -> None:
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.argument("file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--model", type=click.Choice(["cm", "ssm"]), help="Model family, as for compression (default cm).")
 @click.option("--level", type=click.IntRange(1, 3), help="Model preset, as for compression.")
 @click.option("--bins", type=click.IntRange(2, 1000), default=15, show_default=True, help="Calibration bins.")
 @click.option("--points", type=click.IntRange(1, 10000), default=20, show_default=True,
@@ -80,7 +81,7 @@ def _plot(report, path: str) -> None:
 @click.option("--ablation", is_flag=True, help="Measure each component's share (one extra pass each).")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
 @click.option("--plot", type=click.Path(dir_okay=False), help="Write a reliability diagram and the learning curve (PNG).")
-def diagnose(file, level, bins, points, ablation, as_json, plot):
+def diagnose(file, model, level, bins, points, ablation, as_json, plot):
     """Report where the bits of FILE go and how calibrated the model is.
 
     FILE is compressed exactly as 'statemix FILE' would, but nothing is written.
@@ -97,7 +98,7 @@ def diagnose(file, level, bins, points, ablation, as_json, plot):
     except OSError as exc:
         raise click.ClickException(f"{file}: {exc.strerror}") from None
     try:
-        report = run_diagnosis(data, level=level, bins=bins, curve_points=points, ablation=ablation)
+        report = run_diagnosis(data, level=level, model=model, bins=bins, curve_points=points, ablation=ablation)
     except statemix.StatemixError as exc:
         raise click.ClickException(str(exc)) from None
     if plot:

@@ -19,6 +19,9 @@ sigmoid32  any (clamped at +-80)        relative <= 1e-6 (for x >= -80)
 silu32     any                          relative <= 1e-6 (away from x = 0: abs 1e-9)
 ========== ============================ ==========================================
 
+Long sums: :func:`sum_lanes` and :func:`dot_lanes` add in ``LANES`` = 64 interleaved lanes (lane =
+index mod 64) and then a fixed pairwise tree over the lanes, so their order is written in the source.
+
 The polynomials are the classic single-precision minimax fits (Cody-Waite reduction by ln 2 split
 into an exact high part and a small low part).
 """
@@ -38,6 +41,7 @@ LN2_LO = np.float32(-2.12194440e-4)
 EXP_MIN = np.float32(-87.0)
 EXP_MAX = np.float32(88.0)
 SQRT_HALF = np.float32(0.70710678118654752)
+LANES = 64  # lanes of long sums (then a fixed pairwise tree)
 # exp(r) = 1 + r + r^2 * P(r) on |r| <= ln2/2
 E0 = np.float32(1.9875691500e-4)
 E1 = np.float32(1.3981999507e-3)
@@ -129,31 +133,42 @@ def silu32(x):
 
 
 @kernel
-def exp32_array(x, out):
-    """``out[i] = exp32(x[i])`` (for tests and table building)."""
-    for i in range(x.shape[0]):
-        out[i] = exp32(x[i])
+def _lane_tree(lanes):
+    """Add the LANES partial sums pairwise: lane j += lane j + w for w = 32, 16, ..., 1; return lane 0."""
+    w = LANES // 2
+    while w >= 1:
+        for j in range(w):
+            lanes[j] += lanes[j + w]
+        w //= 2
+    return lanes[0]
 
 
 @kernel
-def log32_array(x, out):
-    for i in range(x.shape[0]):
-        out[i] = log32(x[i])
+def sum_lanes(a, n, lanes):
+    """Sum a[0:n]: 64 interleaved lanes, then a pairwise tree over the lanes."""
+    for j in range(LANES):
+        lanes[j] = F0
+    full = n - n % LANES
+    for i in range(0, full, LANES):
+        blk = a[i:i + LANES]
+        for j in range(LANES):
+            lanes[j] += blk[j]
+    for i in range(full, n):
+        lanes[i - full] += a[i]
+    return _lane_tree(lanes)
 
 
 @kernel
-def softplus32_array(x, out):
-    for i in range(x.shape[0]):
-        out[i] = softplus32(x[i])
-
-
-@kernel
-def sigmoid32_array(x, out):
-    for i in range(x.shape[0]):
-        out[i] = sigmoid32(x[i])
-
-
-@kernel
-def silu32_array(x, out):
-    for i in range(x.shape[0]):
-        out[i] = silu32(x[i])
+def dot_lanes(a, b, n, lanes):
+    """Dot product of a[0:n] and b[0:n] with the lane order of :func:`sum_lanes`."""
+    for j in range(LANES):
+        lanes[j] = F0
+    full = n - n % LANES
+    for i in range(0, full, LANES):
+        ba = a[i:i + LANES]
+        bb = b[i:i + LANES]
+        for j in range(LANES):
+            lanes[j] += ba[j] * bb[j]
+    for i in range(full, n):
+        lanes[i - full] += a[i] * b[i]
+    return _lane_tree(lanes)

@@ -66,14 +66,19 @@ _OPTIONS = dict(nogil=True, fastmath=False, cache=CACHE_DIR is not None)
 KERNELS: list = []
 
 
-def kernel(function=None, *, parallel: bool = False):
+def kernel(function=None, *, parallel: bool = False, inline: bool = False):
     """Compile ``function`` with statemix's fixed numba options.
 
-    Use as ``@kernel`` or ``@kernel(parallel=True)``.  No other numba option may be set by a caller.
+    Use as ``@kernel``, ``@kernel(parallel=True)`` or ``@kernel(inline=True)``: a helper that numba
+    inlines into its callers before compiling them (no call and no reference counting of the arrays
+    it is given, which per bit made cm 1.4 times slower).  An inlined helper must never assign to one
+    of its parameters: numba 0.6x's inliner then changed the caller's results (caught by the golden
+    tests; tests/test_kernel_policy.py checks the rule).  No other numba option may be set by a caller.
     """
 
     def compile_(fn):
-        dispatcher = numba.njit(parallel=parallel, **_OPTIONS)(fn)
+        extra = {"inline": "always"} if inline else {}
+        dispatcher = numba.njit(parallel=parallel, **extra, **_OPTIONS)(fn)
         KERNELS.append(dispatcher)
         return dispatcher
 

@@ -31,3 +31,14 @@ def decode_varint(buf, pos: int, max_bytes: int) -> tuple[int, int]:
         if not byte & 0x80:
             return value, pos + i + 1
     raise ValueError(f"varint longer than {max_bytes} bytes")
+
+
+def read_varint(buf, pos: int, max_bytes: int, error: type[Exception], what: str) -> tuple[int, int]:
+    """:func:`decode_varint` for a complete buffer: a truncated or overlong varint raises
+    ``error("<what>: truncated")`` or ``error("<what>: varint too long")``."""
+    try:
+        return decode_varint(buf, pos, max_bytes)
+    except Truncated:
+        raise error(f"{what}: truncated") from None
+    except ValueError:
+        raise error(f"{what}: varint too long") from None

@@ -1,9 +1,12 @@
 """Diagnostics: where the bits go, and how well calibrated the model's predictions are.
 
-:func:`diagnose` compresses the input exactly as :func:`statemix.compress` does, records the
-probability the model gave to every coded event, and returns a :class:`Report` (data, no printing).
-For the cm model an event is one bit (a binary prediction); all figures are per event unless the name
-says per byte.  Units: bits for code lengths, probabilities in [0, 1].
+:func:`diagnose` compresses the input as :func:`statemix.compress` does (same model record, same
+blocks, the same choice per block of the model's code word, zstandard or storing), records through
+the model's trace hook (:mod:`statemix.models.protocol`) the probability the model gave to every
+coded event, and returns a :class:`Report` (data, no printing).  It uses models only through that
+protocol, so every model family works.  An event is one binary prediction: a bit for cm, one of the
+``ceil(log2 V)`` decisions a token is split into for ssm (the same code length); all figures are per
+event unless the name says per byte.  Units: bits for code lengths, probabilities in [0, 1].
 
 - Code length: ``ideal_bits`` = sum of -log2 p(coded event) (what an exact coder would pay);
   ``coded_bits`` = bits of the modelled blocks' code words, and coder overhead = coded bits / ideal
@@ -16,7 +19,7 @@ says per byte.  Units: bits for code lengths, probabilities in [0, 1].
   that would have minimised the code length in hindsight, with the bits it would save.
 - Learning curve: bits per byte of the model's ideal code over consecutive windows of the input.
 - Ablation (opt-in, one extra pass each): the ideal code length with each model component switched
-  off, minus the baseline: the bits that component saves.
+  off (``Model.ablated``), minus the baseline: the bits that component saves.
 """
 
 from __future__ import annotations
@@ -25,8 +28,11 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+import zstandard
+
 from . import container
-from .codec import Compressor
+from .codec import ZSTD_LEVEL
+from .models import TraceBlock, build_model, spec_for_level
 
 
 @dataclass
@@ -71,24 +77,38 @@ class Report:
         return out
 
 
-def _bits_of(data: bytes) -> np.ndarray:
-    return np.unpackbits(np.frombuffer(data, dtype=np.uint8)).astype(np.int8)
+def _traced_compress(data: bytes, level: int | None, model: str | None = None, ablate=()):
+    """Compress like statemix.compress; return (stream, its block headers, TraceBlock per block).
 
-
-def _traced_compress(data: bytes, level: int | None, ablate=()):
-    """Compress like statemix.compress; return (stream, its block headers, p(coded bit) per block)."""
-    compressor = Compressor(level=level, size_hint=len(data))
-    model = compressor._model
-    model.traces = []
+    With ``ablate``, the model has those components switched off (the stream is then not valid).
+    """
+    spec = spec_for_level(level, len(data), model)
+    predictor = build_model(spec)
     if ablate:
-        model.ablate(ablate)
-    stream = compressor.compress(data) + compressor.flush()
-    _, pos = container.read_header(stream)
-    blocks = []
-    while (header := container.read_block_header(stream, pos)) is not None:
-        blocks.append(header)
-        pos += header.size + header.payload_length
-    return stream, blocks, [trace.astype(np.float64) / 65536.0 for trace in model.traces]
+        predictor = predictor.ablated(ablate)
+    traces: list[TraceBlock] = []
+    predictor.trace(traces.append)
+    compress_zstd = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_content_size=False).compress
+    out = [container.write_header(spec)]
+    blocks, crc = [], 0
+    for start in range(0, len(data), container.BLOCK_SIZE):
+        raw = data[start:start + container.BLOCK_SIZE]
+        crc = container.crc32(raw, crc)
+        count = len(traces)
+        coded = predictor.encode(raw, len(raw) - 1)
+        if len(traces) == count:  # a block the model reported nothing for (empty)
+            traces.append(TraceBlock(np.zeros(0), np.zeros(0, np.int8), np.zeros(0, np.int64), len(raw)))
+        kind, payload = container.STORED, raw
+        if coded is not None:
+            kind, payload = container.MODELLED, coded
+        zstd_payload = compress_zstd(raw)
+        if len(zstd_payload) < len(payload):
+            kind, payload = container.ZSTANDARD, zstd_payload
+        block = container.write_block(kind, raw, payload)
+        blocks.append(container.read_block_header(block, 0))
+        out.append(block)
+    out.append(container.write_trailer(len(data), crc))
+    return b"".join(out), blocks, traces
 
 
 def _cost(p_coded: np.ndarray) -> np.ndarray:
@@ -150,17 +170,22 @@ def calibration(p1: np.ndarray, bits: np.ndarray, bins: int = 15) -> Calibration
     return Calibration(len(p1), nll, entropy, ece, classwise / 2, brier, bins, temperature, gain, reliability)
 
 
-def diagnose(data, /, *, level: int | None = None, bins: int = 15, curve_points: int = 50,
-             ablation: bool = False) -> Report:
-    """Compress ``data`` as statemix.compress would and report where the bits go."""
+def diagnose(data, /, *, level: int | None = None, model: str | None = None, bins: int = 15,
+             curve_points: int = 50, ablation: bool = False) -> Report:
+    """Compress ``data`` as statemix.compress would (``model``: "cm" or "ssm") and report where the
+    bits go."""
     data = bytes(memoryview(data).cast("B"))
-    stream, blocks, traces = _traced_compress(data, level)
-    p_coded = np.concatenate(traces) if traces else np.zeros(0)
-    bits = _bits_of(data)
+    stream, blocks, traces = _traced_compress(data, level, model)
+    p_coded = np.concatenate([t.p_coded for t in traces]) if traces else np.zeros(0)
+    bits = np.concatenate([t.bits for t in traces]) if traces else np.zeros(0, np.int8)
     p1 = np.where(bits == 1, p_coded, 1 - p_coded)
     cost = _cost(p_coded)
     modelled = [(b, t) for b, t in zip(blocks, traces) if b.kind == container.MODELLED]
-    per_byte = cost.reshape(-1, 8).sum(axis=1) if len(data) else np.zeros(0)
+    per_byte = np.zeros(len(data))
+    start = 0
+    for t in traces:
+        per_byte[start:start + t.size] = np.bincount(t.byte_of_event, _cost(t.p_coded), minlength=t.size)
+        start += t.size
     edges = np.unique(np.linspace(0, len(data), max(curve_points, 1) + 1).astype(int))
     curve = [(int(a), int(b), float(per_byte[a:b].sum() / (b - a))) for a, b in zip(edges[:-1], edges[1:])]
     spec = container.read_header(stream)[0]
@@ -169,16 +194,14 @@ def diagnose(data, /, *, level: int | None = None, bins: int = 15, curve_points:
         compressed_bytes=len(stream),
         header_bytes=len(stream) - sum(b.payload_length for b in blocks),
         ideal_bits=float(cost.sum()),
-        modelled_ideal_bits=float(sum(_cost(t).sum() for _, t in modelled)),
+        modelled_ideal_bits=float(sum(_cost(t.p_coded).sum() for _, t in modelled)),
         coded_bits=8 * sum(b.payload_length for b, _ in modelled),
         model=spec.describe(),
         calibration=calibration(p1, bits, bins),
         learning_curve=curve,
     )
     if ablation:
-        from .models.cm import Config
-
-        for name in Config.from_bytes(spec.parameters).components():
-            _, _, off = _traced_compress(data, level, ablate=(name,))
-            report.ablation[name] = float(sum(_cost(t).sum() for t in off)) - report.ideal_bits
+        for name in build_model(spec).components():
+            _, _, off = _traced_compress(data, level, model, ablate=(name,))
+            report.ablation[name] = float(sum(_cost(t.p_coded).sum() for t in off)) - report.ideal_bits
     return report

@@ -9,8 +9,14 @@ Every symbol gets a frequency of at least 1, so any symbol can be coded whatever
   summing to exactly ``2**total_bits``: ``f_i = 1 + floor(p_i * (2**total_bits - n) / sum(p))``, and
   the rounding remainder goes to the most probable symbol (the first one on ties).  The sum is taken
   left to right, so the result is a fixed function of the float inputs.
-- :func:`assign_frequencies`: the last step of the above for unnormalised weights and a scale chosen by
-  the caller (the ssm model uses it on its float32 softmax numerators).
+- :func:`quantize_logits`: float32 logits ``z`` over ``n`` symbols become ``n`` frequencies summing to
+  ``total``: ``q_i = exp32(z_i - max z)``, ``scale = float32((total - n) / sum(q))`` (the sum in the
+  lane order of :func:`statemix._fmath.sum_lanes`, the division in float64), ``f_i = 1 + floor(q_i *
+  scale)`` in float32, the remainder to the first most probable symbol; ``z`` is left holding the
+  coded softmax ``q / sum(q)`` (float32), which a model can learn from.  The ssm model codes with it.
+- :func:`assign_frequencies` and :func:`fit_frequencies`: the shared last step, for unnormalised
+  weights and a scale: should float rounding ever make the remainder push the most probable symbol
+  below 1, the scale is halved (in the caller's float type) until it does not.
 
 With ``total_bits = 30`` and ``n = 65,536`` the minimum frequencies take ``2**-14`` of the probability
 mass (under 1e-4 bits per symbol).
@@ -20,6 +26,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._fmath import F1, exp32, sum_lanes
 from ._jit import kernel
 
 
@@ -70,5 +77,34 @@ def quantize_distribution(probs, total_bits, freqs):
     scale = 0.0  # no usable distribution: every symbol gets 1, the rest goes to `best`
     if mass > 0.0 and mass < np.inf:
         scale = float(total - n) / mass
-    while not assign_frequencies(probs, n, scale, best, total, freqs):
-        scale *= 0.5
+    fit_frequencies(probs, n, scale, 0.5, best, total, freqs)
+
+
+@kernel
+def fit_frequencies(weights, n, scale, half, best, total, freqs):
+    """:func:`assign_frequencies`, halving ``scale`` (times ``half``, 0.5 in the scale's type) until
+    the most probable symbol keeps a frequency of at least 1."""
+    while not assign_frequencies(weights, n, scale, best, total, freqs):
+        scale = scale * half
+
+
+@kernel
+def quantize_logits(z, n, total, freqs, lanes):
+    """Fill ``freqs[:n]`` (summing to ``total``) from float32 logits ``z[:n]``; leave the softmax in ``z``.
+
+    ``lanes`` is float32 scratch of :data:`statemix._fmath.LANES` entries.
+    """
+    m = z[0]
+    best = 0
+    for v in range(n):
+        if z[v] > m:
+            m = z[v]
+            best = v
+    for v in range(n):
+        z[v] = exp32(z[v] - m)
+    mass = sum_lanes(z, n, lanes)
+    scale = np.float32(np.float64(total - n) / np.float64(mass))
+    fit_frequencies(z, n, scale, np.float32(0.5), best, total, freqs)
+    inv = F1 / mass
+    for v in range(n):
+        z[v] = z[v] * inv

@@ -42,6 +42,15 @@ def text_sample(size: int, seed: int = 1) -> bytes:
     return "".join(out).encode()[:size]
 
 
+def config_with(**changes):
+    """The ssm model's default preset with some fields changed (preset id 0 = custom)."""
+    from dataclasses import replace
+
+    from statemix.models import ssm
+
+    return replace(ssm.PRESETS["default"], preset=0, **changes)
+
+
 @pytest.fixture
 def text_100k() -> bytes:
     return text_sample(100_000)

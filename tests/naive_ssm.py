@@ -1,6 +1,6 @@
 """Slow, obviously correct float64 NumPy references for statemix.models.ssm (tests only).
 
-Same parameter layout as the kernels (statemix.models.ssm.layout), same formulas, plain NumPy with
+Same parameter layout as the kernels (statemix.models.layout.layout), same formulas, plain NumPy with
 float64 and library exp/log: the kernels must agree within float32 rounding.
 
 - :func:`forward`: a chunk from a given start state, returning logits and the per-position states;
@@ -18,31 +18,32 @@ from __future__ import annotations
 import numpy as np
 
 from statemix.models import ssm
+from statemix.models.nn import layout
 
 
 def unpack(P, config):
     """Return (layers, globals) as dicts of float64 arrays in natural shapes."""
-    off, _ = ssm.layout(config)
+    off, _ = layout.layout(config)
     V, D, E, N, K, L = (config.vocab, config.d_model, config.d_model * config.expand,
                         config.d_state, config.conv, config.layers)
     R = 2 * N + 1
     P = np.asarray(P, dtype=np.float64)
-    shapes = {ssm.LN_G: (D,), ssm.LN_B: (D,), ssm.WIN: (D, 2 * E), ssm.CONV_W: (K, E),
-              ssm.CONV_B: (E,), ssm.WX: (E, R), ssm.DT_W: (E,), ssm.DT_B: (E,), ssm.A_LOG: (N, E),
-              ssm.DSKIP: (E,), ssm.WOUT: (E, D)}
+    shapes = {layout.LN_G: (D,), layout.LN_B: (D,), layout.WIN: (D, 2 * E), layout.CONV_W: (K, E),
+              layout.CONV_B: (E,), layout.WX: (E, R), layout.DT_W: (E,), layout.DT_B: (E,), layout.A_LOG: (N, E),
+              layout.DSKIP: (E,), layout.WOUT: (E, D)}
     layers = []
     for l in range(L):
         layer = {}
         for k, shape in shapes.items():
-            o = off[l * ssm.NT + k]
+            o = off[l * layout.NT + k]
             layer[k] = P[o:o + int(np.prod(shape))].reshape(shape)
         layers.append(layer)
-    g = L * ssm.NT
+    g = L * layout.NT
     glob = {
-        ssm.EMB: P[off[g + ssm.EMB]:off[g + ssm.EMB] + V * D].reshape(V, D),
-        ssm.LNF_G: P[off[g + ssm.LNF_G]:off[g + ssm.LNF_G] + D],
-        ssm.LNF_B: P[off[g + ssm.LNF_B]:off[g + ssm.LNF_B] + D],
-        ssm.HEAD: P[off[g + ssm.HEAD]:off[g + ssm.HEAD] + D * V].reshape(D, V),
+        layout.EMB: P[off[g + layout.EMB]:off[g + layout.EMB] + V * D].reshape(V, D),
+        layout.LNF_G: P[off[g + layout.LNF_G]:off[g + layout.LNF_G] + D],
+        layout.LNF_B: P[off[g + layout.LNF_B]:off[g + layout.LNF_B] + D],
+        layout.HEAD: P[off[g + layout.HEAD]:off[g + layout.HEAD] + D * V].reshape(D, V),
     }
     return layers, glob
 
@@ -79,12 +80,12 @@ def forward(P, config, tin, h0, xbuf0, detached=None):
     cache = []
     logits = np.zeros((T, config.vocab))
     for t in range(T):
-        u = glob[ssm.EMB][tin[t]].copy()
+        u = glob[layout.EMB][tin[t]].copy()
         pos = []
         for l in range(L):
             p = layers[l]
-            a, nrm, rs = _ln(u, p[ssm.LN_G], p[ssm.LN_B])
-            xz = a @ p[ssm.WIN]
+            a, nrm, rs = _ln(u, p[layout.LN_G], p[layout.LN_B])
+            xz = a @ p[layout.WIN]
             x, zg = xz[:E], xz[E:]
             xin[l, t + K - 1] = x
             if detached is None:
@@ -94,25 +95,25 @@ def forward(P, config, tin, h0, xbuf0, detached=None):
                 window = np.concatenate([detached[1][l, t:t + K - 1], x[None]])
                 hprev = detached[0][l, t]
             xhist[l].append(x)
-            c = p[ssm.CONV_B] + (p[ssm.CONV_W] * window).sum(0)
+            c = p[layout.CONV_B] + (p[layout.CONV_W] * window).sum(0)
             xs = c * _sig(c)
-            pj = xs @ p[ssm.WX]
+            pj = xs @ p[layout.WX]
             B, C, dtin = pj[:N], pj[N:2 * N], pj[2 * N]
-            dtpre = dtin * p[ssm.DT_W] + p[ssm.DT_B]
+            dtpre = dtin * p[layout.DT_W] + p[layout.DT_B]
             dt = _softplus(dtpre)
-            A = -np.exp(p[ssm.A_LOG])
+            A = -np.exp(p[layout.A_LOG])
             dA = np.exp(dt[None, :] * A)
             hn = dA * hprev + (dt[None, :] * B[:, None]) * xs[None, :]
             h[l] = hn
             hs[l, t + 1] = hn
-            y = p[ssm.DSKIP] * xs + (C[:, None] * hn).sum(0)
+            y = p[layout.DSKIP] * xs + (C[:, None] * hn).sum(0)
             yg = y * (zg * _sig(zg))
-            out = yg @ p[ssm.WOUT]
+            out = yg @ p[layout.WOUT]
             pos.append(dict(u=u, a=a, nrm=nrm, rs=rs, x=x, z=zg, window=window, c=c, xs=xs, B=B, C=C,
                             dtin=dtin, dtpre=dtpre, dt=dt, A=A, dA=dA, hprev=hprev, hn=hn, y=y, yg=yg))
             u = u + out
-        af, nf, rf = _ln(u, glob[ssm.LNF_G], glob[ssm.LNF_B])
-        logits[t] = af @ glob[ssm.HEAD]
+        af, nf, rf = _ln(u, glob[layout.LNF_G], glob[layout.LNF_B])
+        logits[t] = af @ glob[layout.HEAD]
         cache.append(dict(layers=pos, uf=u, af=af, nf=nf, rf=rf))
     return logits, dict(pos=cache, hs=hs, xin=xin)
 
@@ -165,11 +166,11 @@ def gradient(P, config, tin, tout, h0, xbuf0, bptt):
     dres = np.zeros((T, config.d_model))
     for t in range(T):
         c = cache["pos"][t]
-        gg[ssm.HEAD] += np.outer(c["af"], glog[t])
-        daf = glob[ssm.HEAD] @ glog[t]
-        gg[ssm.LNF_G] += daf * c["nf"]
-        gg[ssm.LNF_B] += daf
-        dres[t] = _ln_back(daf, c["nf"], c["rf"], glob[ssm.LNF_G])
+        gg[layout.HEAD] += np.outer(c["af"], glog[t])
+        daf = glob[layout.HEAD] @ glog[t]
+        gg[layout.LNF_G] += daf * c["nf"]
+        gg[layout.LNF_B] += daf
+        dres[t] = _ln_back(daf, c["nf"], c["rf"], glob[layout.LNF_G])
     for l in range(L - 1, -1, -1):
         p_ = layers[l]
         g_ = gl[l]
@@ -180,51 +181,51 @@ def gradient(P, config, tin, tout, h0, xbuf0, bptt):
         for t in range(T - 1, -1, -1):
             c = cache["pos"][t]["layers"][l]
             dout = dres[t]
-            g_[ssm.WOUT] += np.outer(c["yg"], dout)
-            dyg = p_[ssm.WOUT] @ dout
+            g_[layout.WOUT] += np.outer(c["yg"], dout)
+            dyg = p_[layout.WOUT] @ dout
             s = _sig(c["z"])
             dy = dyg * c["z"] * s
             dz = dyg * c["y"] * s * (1 + c["z"] * (1 - s))
-            g_[ssm.DSKIP] += dy * c["xs"]
-            dxs = dy * p_[ssm.DSKIP]
+            g_[layout.DSKIP] += dy * c["xs"]
+            dxs = dy * p_[layout.DSKIP]
             dC = (dy[None, :] * c["hn"]).sum(1)
             dh = dy[None, :] * c["C"][:, None] + (dh_carry if bptt else 0.0)
             ddA = dh * c["hprev"]
             ddt = (ddA * c["dA"] * c["A"]).sum(0) + (dh * c["B"][:, None]).sum(0) * c["xs"]
-            g_[ssm.A_LOG] += ddA * c["dA"] * c["dt"][None, :] * c["A"]
+            g_[layout.A_LOG] += ddA * c["dA"] * c["dt"][None, :] * c["A"]
             dxs = dxs + (dh * c["dt"][None, :] * c["B"][:, None]).sum(0)
             dB = (dh * (c["dt"] * c["xs"])[None, :]).sum(1)
             dh_carry = dh * c["dA"]
             ddtpre = ddt * _sig(c["dtpre"])
-            g_[ssm.DT_W] += ddtpre * c["dtin"]
-            g_[ssm.DT_B] += ddtpre
-            ddtin = (ddtpre * p_[ssm.DT_W]).sum()
+            g_[layout.DT_W] += ddtpre * c["dtin"]
+            g_[layout.DT_B] += ddtpre
+            ddtin = (ddtpre * p_[layout.DT_W]).sum()
             dp = np.concatenate([dB, dC, [ddtin]])
-            g_[ssm.WX] += np.outer(c["xs"], dp)
-            dxs = dxs + p_[ssm.WX] @ dp
+            g_[layout.WX] += np.outer(c["xs"], dp)
+            dxs = dxs + p_[layout.WX] @ dp
             sc = _sig(c["c"])
             dc = dxs * sc * (1 + c["c"] * (1 - sc))
             dcs[t] = dc
-            g_[ssm.CONV_B] += dc
-            g_[ssm.CONV_W] += dc[None, :] * c["window"]
+            g_[layout.CONV_B] += dc
+            g_[layout.CONV_W] += dc[None, :] * c["window"]
             c["dz"] = dz
         # pass 2: conv input gradient, in-projection, LayerNorm
         for t in range(T):
             c = cache["pos"][t]["layers"][l]
-            dx = dcs[t] * p_[ssm.CONV_W][K - 1]
+            dx = dcs[t] * p_[layout.CONV_W][K - 1]
             if bptt:
                 for j in range(1, K):
                     if t + j < T:
-                        dx = dx + dcs[t + j] * p_[ssm.CONV_W][K - 1 - j]
+                        dx = dx + dcs[t + j] * p_[layout.CONV_W][K - 1 - j]
             dxz = np.concatenate([dx, c["dz"]])
-            g_[ssm.WIN] += np.outer(c["a"], dxz)
-            da = p_[ssm.WIN] @ dxz
-            g_[ssm.LN_G] += da * c["nrm"]
-            g_[ssm.LN_B] += da
-            below[t] = dres[t] + _ln_back(da, c["nrm"], c["rs"], p_[ssm.LN_G])
+            g_[layout.WIN] += np.outer(c["a"], dxz)
+            da = p_[layout.WIN] @ dxz
+            g_[layout.LN_G] += da * c["nrm"]
+            g_[layout.LN_B] += da
+            below[t] = dres[t] + _ln_back(da, c["nrm"], c["rs"], p_[layout.LN_G])
         dres = below
     for t in range(T):
-        gg[ssm.EMB][tin[t]] += dres[t]
+        gg[layout.EMB][tin[t]] += dres[t]
     return grad
 
 

@@ -1,6 +1,6 @@
 """Slow, obviously correct pure-Python references for statemix.tokenizer (used by the tests only).
 
-Each function follows the definition in statemix/tokenizer.py's docstring literally, with no data
+Each function follows the definition in statemix/tokenizer/ docstrings literally, with no data
 structure beyond lists and dicts, so a disagreement points at the fast kernels.
 """
 

@@ -74,7 +74,7 @@ def test_report_on_text_matches_compression():
     assert set(report.ablation) >= {"order 2", "match", "APMs"}
     assert report.ablation["order 2"] > 0
     # the hindsight gain is exactly the re-computed difference in code length
-    p_coded = np.concatenate(_traces(data))
+    p_coded = np.concatenate([t.p_coded for t in _traces(data)])
     bits = np.unpackbits(np.frombuffer(data, dtype=np.uint8))
     p1 = np.where(bits == 1, p_coded, 1 - p_coded)
     t, saved = hindsight_temperature(p1, bits)
@@ -82,10 +82,51 @@ def test_report_on_text_matches_compression():
     assert report.calibration.best_temperature == pytest.approx(t)
 
 
-def _traces(data):
+def _traces(data, model=None):
     from statemix.diagnose import _traced_compress
 
-    return _traced_compress(data, None)[2]
+    return _traced_compress(data, None, model)[2]
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_report_for_the_ssm_model(level):
+    data = text_sample(3_000, seed=2)
+    report = diagnose(data, model="ssm", level=level, curve_points=3, ablation=True)
+    assert report.compressed_bytes == len(statemix.compress(data, model="ssm", level=level))
+    assert report.model.startswith(f"ssm level {level}")
+    assert report.calibration.events == 8 * len(data)  # byte tokens: 8 binary decisions each
+    assert 0 <= report.coder_overhead < 0.01
+    assert report.ideal_bits / 8 < report.compressed_bytes
+    assert ("SSM" in report.ablation) == (level == 2) and "count models" in report.ablation
+
+
+
+def test_ssm_trace_splits_tokens_into_exact_binary_decisions():
+    from statemix.models import build_model, spec_for_level
+
+    data = text_sample(2_000, seed=3)
+    model = build_model(spec_for_level(2, len(data), "ssm"))
+    blocks = []
+    model.trace(blocks.append)
+    tokens = np.zeros((len(data), 2))
+    model.encode(data, len(data), tokens)
+    (block,) = blocks
+    assert np.array_equal(block.bits, np.unpackbits(np.frombuffer(data, dtype=np.uint8)))
+    # the 8 decisions of a byte multiply back to its coded probability, the SSM's to the SSM's
+    assert np.allclose(block.p_coded.reshape(-1, 8).prod(axis=1), tokens[:, 0], rtol=1e-9)
+    assert np.allclose(block.components["SSM"].reshape(-1, 8).prod(axis=1), tokens[:, 1], rtol=1e-5)
+
+
+def test_ssm_command_has_the_same_json_keys(tmp_path):
+    path = tmp_path / "sample.txt"
+    path.write_bytes(text_sample(1_500))
+    keys = []
+    for model in ("cm", "ssm"):
+        done = subprocess.run([sys.executable, "-m", "statemix_cli", "diagnose", str(path), "--json",
+                               "--model", model], capture_output=True, text=True, check=True)
+        report = json.loads(done.stdout)
+        keys.append((sorted(report), sorted(report["calibration"])))
+    assert keys[0] == keys[1]
 
 
 def test_command_prints_table_and_json(tmp_path):

@@ -57,6 +57,29 @@ def test_no_kernel_sets_its_own_numba_options():
     assert offenders == []
 
 
+def test_inlined_kernels_never_assign_to_a_parameter():
+    """numba's inliner let such an assignment leak into the caller (a golden test caught it)."""
+    import ast
+
+    offenders = []
+    for path in SOURCES:
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(fn, ast.FunctionDef):
+                continue
+            if not any("inline=True" in ast.unparse(d) for d in fn.decorator_list):
+                continue
+            params = {a.arg for a in fn.args.args}
+            for node in ast.walk(fn):
+                targets = node.targets if isinstance(node, ast.Assign) else (
+                    [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign, ast.For)) else [])
+                for target in targets:  # a name, or names in a tuple (not a subscript: that writes an array)
+                    names = target.elts if isinstance(target, ast.Tuple) else [target]
+                    for name in names:
+                        if isinstance(name, ast.Name) and name.id in params:
+                            offenders.append(f"{path.name}:{fn.name}:{name.id}")
+    assert offenders == []
+
+
 def test_no_fastmath_anywhere():
     assert "fastmath=False" in (ROOT / "statemix" / "_jit.py").read_text()
     assert not re.search(r"fastmath\s*=\s*(True|\{)", "".join(p.read_text() for p in SOURCES))

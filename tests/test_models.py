@@ -9,7 +9,7 @@ import pytest
 from statemix import StatemixError
 from statemix.models import ModelSpec, build_model, cm, memory_needed, spec_for_level, ssm
 
-from conftest import text_sample
+from conftest import config_with, text_sample
 
 
 def test_oversized_cm_record_is_refused_before_allocating(monkeypatch):
@@ -26,7 +26,7 @@ def test_oversized_cm_record_is_refused_before_allocating(monkeypatch):
 
 def test_oversized_ssm_record_is_refused():
     for change in (dict(d_model=64), dict(layers=3), dict(table_bits=22), dict(chunk=64), dict(vocab=300)):
-        spec = ModelSpec(ssm.MODEL_ID, ssm.config_with(**change).to_bytes())
+        spec = ModelSpec(ssm.MODEL_ID, config_with(**change).to_bytes())
         with pytest.raises(StatemixError, match="corrupt stream"):
             build_model(spec)
 
@@ -56,7 +56,7 @@ def test_describe_names_the_preset(model, level, hint, words):
 
 def test_describe_custom_and_invalid_records():
     assert ModelSpec(cm.MODEL_ID, bytes([20, 22, 4, 1, 1])).describe().startswith("cm custom (4 contexts")
-    assert ModelSpec(ssm.MODEL_ID, ssm.config_with(prior=0.5).to_bytes()).describe().startswith("ssm custom (")
+    assert ModelSpec(ssm.MODEL_ID, config_with(prior=0.5).to_bytes()).describe().startswith("ssm custom (")
     assert ModelSpec(ssm.MODEL_ID, ssm.PRESETS["bpe"].to_bytes()).describe().startswith("ssm preset bpe (")
     assert "invalid" in ModelSpec(cm.MODEL_ID, bytes([26, 28, 10, 3, 2])).describe()
     assert "unknown model 9" in ModelSpec(9, b"").describe()
@@ -73,7 +73,7 @@ def small_models():
         ("cm-2", lambda: build_model(spec_for_level(2, 20_000))),
         ("ssm-1", lambda: build_model(spec_for_level(1, 20_000, "ssm"))),
         ("ssm-2", lambda: build_model(spec_for_level(2, 20_000, "ssm"))),
-        ("ssm-bpe", lambda: ssm.Model(ssm.config_with(**BPE_TINY))),
+        ("ssm-bpe", lambda: ssm.Model(config_with(**BPE_TINY))),
     ]
 
 
@@ -127,3 +127,42 @@ def factory_history(factory, first, then):
     model = factory()
     model.encode(first, 10_000)
     return model.encode(then, 10_000)
+
+
+@pytest.mark.parametrize("model", ["cm", "ssm"])
+def test_every_model_implements_the_protocol(model):
+    from statemix.models import Model
+
+    built = build_model(spec_for_level(1, 1000, model))
+    assert isinstance(built, Model)
+    assert built.spec == spec_for_level(1, 1000, model)
+    blocks = []
+    built.trace(blocks.append)
+    built.encode(b"hello hello hello", 100)
+    (block,) = blocks
+    assert block.size == 17 and block.bits.size == block.p_coded.size == 8 * 17
+    assert np.all((block.p_coded > 0) & (block.p_coded < 1))
+    assert built.components() and isinstance(built.ablated(built.components()[:1]), Model)
+
+
+def test_cm_component_list_record():
+    old = cm.Config.from_bytes(spec_for_level(2).parameters)
+    assert old.kinds is None and old.to_bytes() == bytes([24, 24, 10, 3, 2])  # the first records stay
+    listed = cm.Config(20, 22, 3, 2, 1, kinds=(4, 0, 9))
+    record = listed.to_bytes()
+    assert record == bytes([0, 1, 20, 22, 2, 1, 3, 4, 0, 9])
+    assert cm.Config.from_bytes(record) == listed
+    assert listed.components() == ["order 0", "order 1", "word", "order 2", "order 1 history", "match", "APMs"]
+    assert ModelSpec(cm.MODEL_ID, record).describe().startswith("cm custom (3 contexts of 1 MiB: word, order 2,")
+    for bad in (bytes([0, 1, 20, 22, 2, 1, 2, 4, 4]), bytes([0, 1, 20, 22, 2, 1, 2, 4, 99]),
+                bytes([0, 1, 20, 22, 2, 1, 3, 4, 0]), bytes([0, 1, 27, 22, 2, 1, 1, 4])):
+        with pytest.raises(StatemixError, match="corrupt stream"):
+            build_model(ModelSpec(cm.MODEL_ID, bad))
+    data = text_sample(5000, seed=9)
+    coded = cm.Model(listed).encode(data, len(data))
+    assert cm.Model(listed).decode(coded, len(data)) == data
+    # the same contexts listed in id order give what the first record with 3 contexts would, except
+    # that a component list keeps every context's run input
+    same = cm.Model(cm.Config(20, 22, 3, 2, 1, kinds=(0, 1, 2))).encode(data, len(data))
+    first = cm.Model(cm.Config(20, 22, 3, 2, 1)).encode(data, len(data))
+    assert same == first

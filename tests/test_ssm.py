@@ -7,25 +7,29 @@ import pytest
 
 from statemix._jit import set_threads
 from statemix.models import ssm
+from statemix.models.nn import backward as bwd
+from statemix.models.nn import forward as fwd
+from statemix.models.nn import layout
+from statemix.models.nn import train
 
 import naive_ssm as naive
-from conftest import text_sample
+from conftest import config_with, text_sample
 
 TINY = dict(vocab=16, d_model=8, expand=2, d_state=4, conv=4, layers=2, chunk=8, channel_block=8)
 
 
 def tiny(**changes) -> ssm.Config:
-    return ssm.config_with(**{**TINY, **changes})
+    return config_with(**{**TINY, **changes})
 
 
 def prepared_model(config: ssm.Config, seed: int = 3):
     """A model with perturbed parameters, a random start state and a chunk of tokens."""
     rng = np.random.default_rng(seed)
-    m = ssm.Model(config)
+    m = ssm.Model(config).network
     m.P += (rng.standard_normal(m.P.size) * 0.3).astype(np.float32)
-    ssm.refresh_a(m.P, m.off, m.sz, m.Aneg)
+    train.refresh_a(m.P, m.off, m.sz, m.Aneg)
     K = config.conv
-    hs, xh = m.acts[11], m.acts[4]
+    hs, xh = m.acts.hs, m.acts.xh
     hs[:, 0] = rng.standard_normal(hs[:, 0].shape).astype(np.float32)
     xh[:, :K - 1] = rng.standard_normal(xh[:, :K - 1].shape).astype(np.float32)
     m.tin[:] = rng.integers(0, config.vocab, config.chunk)
@@ -35,7 +39,7 @@ def prepared_model(config: ssm.Config, seed: int = 3):
 
 
 def start_state(m, config):
-    return m.acts[11][:, 0].copy(), m.acts[4][:, :config.conv - 1].copy()
+    return m.acts.hs[:, 0].copy(), m.acts.xh[:, :config.conv - 1].copy()
 
 
 # ---- configuration ----------------------------------------------------------------------------
@@ -71,7 +75,7 @@ def test_config_rejects_wrong_length():
 
 # sizes that exercise the kernels' special paths: several HEAD_BLOCKs with a V that is not a multiple
 # of the unrolling; a d_model and a chunk that are not multiples of 8 (the one-at-a-time tails)
-KERNEL_CONFIGS = {"tiny": {}, "blocked head": dict(vocab=2 * ssm.HEAD_BLOCK + 37),
+KERNEL_CONFIGS = {"tiny": {}, "blocked head": dict(vocab=2 * layout.HEAD_BLOCK + 37),
                   "odd sizes": dict(d_model=12, chunk=13)}
 
 
@@ -82,23 +86,23 @@ def test_forward_matches_naive_and_coding_pass(changes):
     config = tiny(**changes)
     m = prepared_model(config)
     h0, x0 = start_state(m, config)
-    ssm.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
-    logits = m.acts[15].copy()
+    fwd.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
+    logits = m.acts.logits.copy()
     ref, _ = naive.forward(m.P, config, m.tin, h0, x0)
     np.testing.assert_allclose(logits, ref, rtol=2e-4, atol=2e-5)
-    lanes = np.empty(ssm.LANES, dtype=np.float32)
+    lanes = np.empty(layout.LANES, dtype=np.float32)
     for t in range(config.chunk):
-        ssm.forward_position(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin, t, lanes)
-    assert np.array_equal(m.acts[15], logits)
-    probs = m.acts[16]
+        fwd.forward_position(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin, t, lanes)
+    assert np.array_equal(m.acts.logits, logits)
+    probs = m.acts.probs
     np.testing.assert_allclose(probs.sum(1), 1.0, rtol=1e-5)
 
 
 def kernel_and_naive_gradients(config):
     m = prepared_model(config)
     h0, x0 = start_state(m, config)
-    ssm.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
-    ssm.backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout, m.G)
+    fwd.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
+    bwd.backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout, m.G)
     analytic = naive.gradient(m.P, config, m.tin, m.tout, h0, x0, bptt=bool(config.bptt))
     return m, h0, x0, analytic
 
@@ -134,8 +138,8 @@ def test_bptt_differs_from_one_step():
     m1 = prepared_model(tiny(bptt=1))
     m0 = prepared_model(tiny(bptt=0))
     for m in (m0, m1):
-        ssm.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
-        ssm.backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout, m.G)
+        fwd.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
+        bwd.backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout, m.G)
     assert not np.array_equal(m0.G, m1.G)
 
 
@@ -148,13 +152,13 @@ def test_adam_step_matches_naive(clip):
     M = (rng.standard_normal(n) * 0.001).astype(np.float32)
     W = (rng.random(n) * 1e-5).astype(np.float32)
     config = tiny(clip=clip)
-    hy = ssm.hyper(config)
+    hy = layout.hyper(config)
     sf = np.array([0.9 ** 3, 0.999 ** 3], dtype=np.float32)  # three steps already taken
-    partial = np.zeros((n + ssm.ADAM_BLOCK - 1) // ssm.ADAM_BLOCK, dtype=np.float32)
+    partial = np.zeros((n + layout.ADAM_BLOCK - 1) // layout.ADAM_BLOCK, dtype=np.float32)
     ref = naive.adam(P, G, M, W, np.float32(config.lr), np.float32(0.9), np.float32(0.999),
                      np.float32(1e-8), np.float32(clip), 4)
     Pk, Mk, Wk = P.copy(), M.copy(), W.copy()
-    norm = ssm.adam_step(Pk, G, Mk, Wk, hy, sf, np.float32(config.lr), partial)
+    norm = train.adam_step(Pk, G, Mk, Wk, hy, sf, np.float32(config.lr), partial)
     assert norm == pytest.approx(ref[3], rel=1e-5)
     np.testing.assert_allclose(Mk, ref[1], rtol=1e-5, atol=1e-9)
     np.testing.assert_allclose(Wk, ref[2], rtol=1e-5, atol=1e-12)
@@ -164,15 +168,15 @@ def test_adam_step_matches_naive(clip):
 
 def test_init_is_deterministic_and_scaled():
     config = ssm.PRESETS["reference"]
-    a = ssm.init_params(config)
-    b = ssm.init_params(config)
+    a = layout.init_params(config)
+    b = layout.init_params(config)
     assert np.array_equal(a, b)
     layers, glob = naive.unpack(a, config)
-    assert abs(glob[ssm.HEAD].std() - 0.02) < 0.002
-    assert abs(layers[0][ssm.DT_B].std() - 0.1) < 0.03
-    np.testing.assert_allclose(layers[1][ssm.A_LOG][:, 0], np.log(np.arange(1, 17)), rtol=1e-6)
-    assert np.all(layers[0][ssm.DSKIP] == 1.0)
-    assert not np.array_equal(a, ssm.init_params(ssm.config_with(seed=1)))
+    assert abs(glob[layout.HEAD].std() - 0.02) < 0.002
+    assert abs(layers[0][layout.DT_B].std() - 0.1) < 0.03
+    np.testing.assert_allclose(layers[1][layout.A_LOG][:, 0], np.log(np.arange(1, 17)), rtol=1e-6)
+    assert np.all(layers[0][layout.DSKIP] == 1.0)
+    assert not np.array_equal(a, layout.init_params(config_with(seed=1)))
 
 
 # ---- whole model ----------------------------------------------------------------------------------
@@ -181,7 +185,7 @@ BYTES_TINY = dict(d_model=8, d_state=4, chunk=16, channel_block=8, iters_a=2, ch
 
 
 def test_round_trip_in_blocks_with_learned_block():
-    config = ssm.config_with(**BYTES_TINY)
+    config = config_with(**BYTES_TINY)
     data = text_sample(3000, seed=4)
     blocks = [data[:1000], data[1000:1500], data[1500:]]
     enc = ssm.Model(config)
@@ -194,16 +198,16 @@ def test_round_trip_in_blocks_with_learned_block():
     dec.learn(blocks[1])
     out += blocks[1] + dec.decode(coded[2], len(blocks[2]))
     assert out == data
-    assert np.array_equal(enc.P, dec.P)
+    assert np.array_equal(enc.network.P, dec.network.P)
 
 
 def test_encode_overflow_returns_none_and_still_learns():
-    config = ssm.config_with(**BYTES_TINY)
+    config = config_with(**BYTES_TINY)
     data = bytes(np.random.default_rng(2).integers(0, 256, 700, dtype=np.uint8))
     a, b = ssm.Model(config), ssm.Model(config)
     assert a.encode(data, 100) is None
     b.learn(data)
-    assert np.array_equal(a.P, b.P)
+    assert np.array_equal(a.network.P, b.network.P)
 
 
 def test_token_interface_round_trip():
@@ -218,7 +222,7 @@ def test_token_interface_round_trip():
 
 
 def test_output_identical_at_one_and_two_threads():
-    config = ssm.config_with(**BYTES_TINY)
+    config = config_with(**BYTES_TINY)
     data = text_sample(2500, seed=8)
     outputs = []
     try:
@@ -241,20 +245,20 @@ def bpe_blocks(seed: int = 11):
 
 
 def test_bpe_config_fields_are_validated():
-    config = ssm.config_with(**BPE_TINY)
+    config = config_with(**BPE_TINY)
     back = ssm.Config.from_bytes(config.to_bytes())
     assert back.to_bytes() == config.to_bytes() and (back.tokenizer, back.merges) == (1, 96)
     assert ssm.PRESETS["bpe"].tokenizer == ssm.TOK_BPE and ssm.PRESETS["bpe"].preset == 3
     for bad in (dict(tokenizer=2), dict(vocab=300), dict(merges=ssm.MAX_BPE_MERGES + 1)):
         with pytest.raises(ValueError):
-            ssm.Config.from_bytes(ssm.config_with(**{**BPE_TINY, **bad}).to_bytes())
+            ssm.Config.from_bytes(config_with(**{**BPE_TINY, **bad}).to_bytes())
     with pytest.raises(ValueError):  # merges only mean something with the BPE tokenizer
-        ssm.Config.from_bytes(ssm.config_with(merges=5).to_bytes())
-    assert config.memory_bytes() > ssm.config_with(**BYTES_TINY).memory_bytes()
+        ssm.Config.from_bytes(config_with(merges=5).to_bytes())
+    assert config.memory_bytes() > config_with(**BYTES_TINY).memory_bytes()
 
 
 def test_bpe_round_trip_with_vocabulary_in_first_code_word():
-    config = ssm.config_with(**BPE_TINY)
+    config = config_with(**BPE_TINY)
     blocks = bpe_blocks()
     enc = ssm.Model(config)
     coded = [enc.encode(b, 2 * len(b)) for b in blocks]
@@ -265,11 +269,11 @@ def test_bpe_round_trip_with_vocabulary_in_first_code_word():
     out = b"".join(dec.decode(c, len(b)) for c, b in zip(coded, blocks))
     assert out == b"".join(blocks)
     assert dec.vocabulary == enc.vocabulary
-    assert np.array_equal(enc.P, dec.P)
+    assert np.array_equal(enc.network.P, dec.network.P)
 
 
 def test_bpe_round_trip_with_stored_first_block_and_empty_blocks():
-    config = ssm.config_with(**BPE_TINY)
+    config = config_with(**BPE_TINY)
     blocks = bpe_blocks(seed=12)
     enc = ssm.Model(config)
     assert enc.encode(b"", 10) == b""  # an empty block codes to nothing and defines nothing
@@ -285,13 +289,13 @@ def test_bpe_round_trip_with_stored_first_block_and_empty_blocks():
     out += blocks[2] + dec.decode(coded3, len(blocks[3]))
     assert out == b"".join(blocks)
     assert dec.vocabulary == enc.vocabulary
-    assert np.array_equal(enc.P, dec.P) and np.array_equal(enc.counts, dec.counts)
+    assert np.array_equal(enc.network.P, dec.network.P) and np.array_equal(enc.counts, dec.counts)
 
 
 def test_bpe_corrupt_vocabulary_is_an_error():
     from statemix._errors import StatemixError
 
-    config = ssm.config_with(**BPE_TINY)
+    config = config_with(**BPE_TINY)
     block = bpe_blocks()[0]
     coded = ssm.Model(config).encode(block, 2 * len(block))
     for bad in (coded[:3], b"\xff" * 8, coded[:1] + bytes([coded[1] ^ 0x55]) + coded[2:]):
@@ -300,7 +304,7 @@ def test_bpe_corrupt_vocabulary_is_an_error():
 
 
 def test_bpe_output_identical_at_one_and_two_threads():
-    config = ssm.config_with(**BPE_TINY)
+    config = config_with(**BPE_TINY)
     blocks = bpe_blocks(seed=13)
     outputs = []
     try:
@@ -329,3 +333,21 @@ def test_small_vocabularies_run_on_one_thread(monkeypatch):
         assert seen == [1, before] and numba.get_num_threads() == before
     finally:
         set_threads(1)
+
+
+def test_network_runs_position_by_position_without_a_coder():
+    """nn.Network alone gives the SSM probabilities the coding loop saw (trace[:, 1]), training included."""
+    from statemix.models.nn import Network
+
+    config = config_with(**BYTES_TINY)
+    data = text_sample(200, seed=6)
+    trace = np.zeros((len(data), 2))
+    ssm.Model(config).encode(data, 1000, trace)
+    network = Network(config)
+    seen = []
+    for byte in data:
+        seen.append(float(network.predict()[byte]))
+        network.observe(byte)
+    assert np.array_equal(np.array(seen), trace[:, 1])
+    with pytest.raises(ValueError):
+        network.observe(1)

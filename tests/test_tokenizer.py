@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from statemix import tokenizer
 from statemix._varint import encode_varint
-from statemix.tokenizer import Vocabulary, decode, encode, train
+from statemix.tokenizer import Vocabulary, decode, encode, train, training
 
 from conftest import ROOT, shared_file, text_sample
 from naive_tokenizer import naive_decode, naive_encode, naive_train
@@ -400,7 +400,7 @@ def test_shared_files_round_trip_whole(path):
 def test_pair_table_grows_without_losing_counts():
     """_count_occurrence from a 4-slot table: every key keeps its count and occurrence list."""
     z = np.zeros(6, dtype=np.int64)
-    z[tokenizer.Z_PCAP], z[tokenizer.Z_HMASK], z[tokenizer.Z_OCAP] = 2, 3, 1
+    z[training.Z_PCAP], z[training.Z_HMASK], z[training.Z_OCAP] = 2, 3, 1
     pairs = (np.full(4, -1, dtype=np.int64), np.zeros(4, dtype=np.int32), np.zeros(2, dtype=np.int64),
              np.zeros(2, dtype=np.int32), np.zeros(2, dtype=np.int32), np.zeros(2, dtype=np.int8))
     occ = (np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32), np.zeros(1, dtype=np.int32))
@@ -408,12 +408,12 @@ def test_pair_table_grows_without_losing_counts():
     for at in range(300):
         key = (at * 7919) % 53 + 1
         expected.setdefault(key, []).append(at)
-        pairs, occ = tokenizer._count_occurrence(np.int64(key), at, pairs, occ, z)
+        pairs, occ = training._count_occurrence(np.int64(key), at, pairs, occ, z)
     hkeys, hidx, pkey, pcount, phead, _ = pairs
     opos, onext, touched = occ
-    assert z[tokenizer.Z_NPAIRS] == len(expected) and z[tokenizer.Z_NOCC] == 300
-    assert z[tokenizer.Z_HMASK] + 1 >= 2 * len(expected)
-    assert sorted(touched[: z[tokenizer.Z_NTOUCHED]]) == list(range(len(expected)))
+    assert z[training.Z_NPAIRS] == len(expected) and z[training.Z_NOCC] == 300
+    assert z[training.Z_HMASK] + 1 >= 2 * len(expected)
+    assert sorted(touched[: z[training.Z_NTOUCHED]]) == list(range(len(expected)))
     for key, positions in expected.items():
         (slot,) = np.nonzero(hkeys == key)[0]
         pi = hidx[slot]

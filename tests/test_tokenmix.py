@@ -7,8 +7,9 @@ import pytest
 
 import statemix
 from statemix.models import spec_for_level, ssm, tokenmix
+from statemix.models.nn import layout
 
-from conftest import text_sample
+from conftest import config_with, text_sample
 from naive_tokenmix import NaiveTokenMix
 
 
@@ -19,7 +20,7 @@ def mixed_input() -> bytes:
 
 
 def counts_config(**changes) -> ssm.Config:
-    return ssm.config_with(use_ssm=0, table_bits=10, **changes)
+    return config_with(use_ssm=0, table_bits=10, **changes)
 
 
 @pytest.mark.parametrize("mixing,match,calibrate", [
@@ -35,9 +36,9 @@ def test_kernels_match_the_naive_reference(mixing, match, calibrate):
     model.encode(data, 2 * len(data), trace)
     naive = NaiveTokenMix(256, config.table_bits, tokenmix.BYTE_ORDERS, mixing, match, calibrate,
                           config.prior)
-    total = 1 << ssm.TOTAL_BITS
+    total = 1 << layout.TOTAL_BITS
     for i, sym in enumerate(data):
-        freqs = naive.frequencies(ssm.TOTAL_BITS)
+        freqs = naive.frequencies(layout.TOTAL_BITS)
         assert freqs.sum() == total
         assert trace[i, 0] == freqs[sym] / total, f"token {i}"
         naive.learn(sym)

@@ -1,67 +1,73 @@
 """Predictors, their stream configuration records and the --level presets.
 
-A model configuration is recorded in every stream header as ``model id (1 byte) | parameters``; the
-decoder rebuilds exactly the same model from it.  Models live in one module each, listed in
-``MODEL_MODULES`` by id; the presets of every model are in :mod:`.presets`.  A model module defines
-``MODEL_ID``, a frozen ``Config`` dataclass with ``to_bytes()``, ``from_bytes()`` (raising ValueError
-on anything out of range: every field is checked against what the presets can produce, before
-anything is allocated), ``memory_bytes()`` (the documented upper bound, computed without allocating)
-and ``describe()`` (words, naming the preset when the record is one), and a ``Model(config)`` class:
+A model configuration is recorded in every stream header as ``model id (1 byte) | parameters``
+(:class:`ModelSpec`); the decoder rebuilds exactly the same model from it.  Every model implements
+the :class:`Model` protocol of :mod:`.protocol` (encode/decode/learn a block with ``progress``,
+snapshot/restore, one trace hook, components/ablated, ``spec``); the codec, diagnostics and bench/
+use models only through it and the functions below.  The presets of every model are in
+:mod:`.presets`.
 
-- ``encode(data, limit, *, progress=None) -> bytes | None``: the code word for ``data``, or None if
-  longer than ``limit``;
-- ``decode(coded, size, *, progress=None) -> bytes``: the ``size`` bytes coded in ``coded``;
-- ``learn(data, *, progress=None)``: update the model as ``encode`` would, without coding;
-- ``snapshot(reuse=None)`` and ``restore(snapshot)``: a copy of the whole state, and putting it back
-  (the model then behaves bit for bit as if the blocks since the snapshot had never been seen).
+Layout::
 
-``progress``, when given, is called as ``progress(done)`` (bytes of this block processed so far,
-increasing) between kernel steps of at most about 0.1 s each; an exception it raises propagates out
-of the call, and the model must then be abandoned (its state is part-way through the block).
+    protocol.py      the Model protocol, ModelSpec, TraceBlock (what the trace hook reports)
+    presets.py       every --level preset of every model, and the record bounds they imply
+    modes.py         ENCODE / DECODE / LEARN
+    _snapshot.py     copies of a model's whole state (snapshot/restore)
+    cm.py            the bitwise model's loop over its components (model id 1) ...
+    bit/             ... tables (stretch/squash, counter rule, bit histories), contexts, match,
+                     mixer, sse (APMs): one job per module
+    ssm.py           the ssm model (model id 2): BPE framing, kernel steps, snapshots ...
+    ssm_config.py    ... its record, checks and presets ...
+    tokenloop.py     ... its token coding loop (network softmax + count models -> coder) ...
+    tokenmix.py      ... its count models and logit-space mixing ...
+    nn/              ... and the SSM network itself: layout/init, numerics, forward, backward,
+                     train (Adam, schedule, train_chunk), Network (runs position by position)
+
+A model module defines ``MODEL_ID``, ``config_for_level(level, size_hint)``, a frozen ``Config``
+dataclass with ``to_bytes()``, ``from_bytes()`` (raising ValueError on anything out of range: every
+field is checked against what the presets can produce, before anything is allocated),
+``memory_bytes()`` (the documented upper bound, computed without allocating) and ``describe()``
+(words, naming the preset when the record is one), and a ``Model(config)`` class implementing the
+protocol.  ``progress``, when given, is called as ``progress(done)`` (bytes of this block processed
+so far, increasing) between kernel steps of at most about 0.1 s each (one exception: training a BPE
+vocabulary on a first block is one step); an exception it raises propagates out of the call, and
+the model must then be abandoned (its state is part-way through the block).
+
+How to add a context model (to cm), with the word context as the worked example
+--------------------------------------------------------------------------------
+The word context predicts from the letters of the current word (case-folded), whatever came before
+the word.  Adding it took three places:
+
+1. Its per-byte state, if it needs one: cm's byte scalars (``cm.SCALARS``) hold ``word``, a hash of
+   the letters so far, updated in ``cm._end_of_byte`` (``word = mix_hash(word, letter)`` on a letter,
+   reset to 0 after a non-letter, the finished word kept in ``prev_word``).  Contexts that are a
+   function of the last bytes need nothing here.
+2. Its hash, in :mod:`.bit.contexts`: a new kind id and name at the end of ``NAMES`` ("word" is id 4)
+   and a branch in ``context_hash`` (``mix_hash(word, 9 << 40)``, with a salt no other kind uses).
+   Everything else follows from the component list: the context gets its own region of the
+   bit-history table and its own state map, a mixer input and a run input, and the mixers' width
+   grows by two.
+3. A preset that uses it: give the level's entry in ``presets.CM_LEVELS`` a ``kinds`` tuple (the
+   component list, e.g. ``kinds=(0, 1, 2, 3, 4)``).  Such a record lists its components
+   (``00 01 ...``, see ``cm.Config``), so a stream written before the new kind existed decodes
+   exactly as it did, and one that lists it is refused by a build that does not know it.
+
+Then measure it alone: ``statemix diagnose FILE --ablation`` reports the bytes each component saves;
+record the gain and the cost in bench/RESULTS.md beside the commit.
 """
 
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
 
 from .._errors import StatemixError
 from .presets import DEFAULT_LEVEL, LEVELS, MODELS
+from .protocol import MODEL_MODULES, Model, ModelSpec, TraceBlock
 
-__all__ = ["DEFAULT_LEVEL", "LEVELS", "MODELS", "MODEL_MODULES", "ModelSpec", "build_model",
-           "memory_needed", "spec_for_level"]
+__all__ = ["DEFAULT_LEVEL", "LEVELS", "MODELS", "MODEL_MODULES", "Model", "ModelSpec", "TraceBlock",
+           "build_model", "memory_needed", "spec_for_level"]
 
-MODEL_MODULES = {1: "cm", 2: "ssm"}
 _MIB = 1 << 20
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """What a stream header records about its model: which model, with which parameters."""
-
-    model_id: int
-    parameters: bytes
-
-    def to_bytes(self) -> bytes:
-        return bytes([self.model_id]) + self.parameters
-
-    @classmethod
-    def from_bytes(cls, raw: bytes) -> "ModelSpec":
-        if not raw:
-            raise StatemixError("corrupt stream: empty model configuration")
-        return cls(raw[0], bytes(raw[1:]))
-
-    def describe(self) -> str:
-        """The model in words, e.g. "cm level 2 (10 contexts of 16 MiB, 3 mixers, 2 APMs, ...)"."""
-        name = MODEL_MODULES.get(self.model_id)
-        if name is None:
-            return f"unknown model {self.model_id} ({self.parameters.hex() or 'no parameters'})"
-        module = importlib.import_module(f"{__name__}.{name}")
-        try:
-            config = module.Config.from_bytes(self.parameters)
-        except ValueError as exc:
-            return f"{name} with an invalid record ({exc})"
-        return config.describe()
 
 
 def spec_for_level(level: int | None, size_hint: int | None = None, model: str | None = None) -> ModelSpec:

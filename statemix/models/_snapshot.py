@@ -35,7 +35,8 @@ def _copy(value, old=_ABSENT):
         return value.copy()
     if isinstance(value, tuple):
         olds = old if isinstance(old, tuple) and len(old) == len(value) else (_ABSENT,) * len(value)
-        return tuple(_copy(v, o) for v, o in zip(value, olds))
+        items = [_copy(v, o) for v, o in zip(value, olds)]
+        return type(value)(*items) if hasattr(value, "_fields") else tuple(items)  # keep named tuples
     if isinstance(value, list):
         return [_copy(v) for v in value]
     if hasattr(value, "__dict__") and getattr(type(value), "SNAPSHOT_STATE", False):

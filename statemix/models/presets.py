@@ -7,8 +7,10 @@ the largest values any preset can produce, so a record outside them is refused a
 byte is allocated.
 
 cm (model id 1), per level: ``table_bits`` (log2 bytes of bit-history states per hashed context),
-``hist_bits`` (log2 bytes of the match model's history), ``contexts``, ``mixers``, ``apms``.  Level 1
-trades size for speed.  With ``size_hint`` (the input length, when known) both sizes shrink to
+``hist_bits`` (log2 bytes of the match model's history), ``contexts``, ``mixers``, ``apms``, and
+optionally ``kinds``, the component list (context kinds of ``statemix.models.bit.contexts``; without
+it the level writes the first, 5-byte record: the first ``contexts`` kinds).  Level 1 trades size for
+speed.  With ``size_hint`` (the input length, when known) both sizes shrink to
 ``fit = max(12, bit_length(8 * size))``: ``table_bits <= fit + 2`` and ``hist_bits <= max(16, fit)``.
 
 ssm (model id 2), per level: a named preset of :data:`SSM_PRESETS` and extra ``table_bits`` (log2 of
@@ -40,7 +42,7 @@ CM_MIN_TABLE_BITS, CM_MIN_HIST_BITS = 12, 16
 
 def cm_sized(level: int, fit: int | None) -> dict:
     """The cm preset of ``level`` with its tables sized to ``fit`` (None: full size)."""
-    preset = dict(CM_LEVELS[level])
+    preset = {"kinds": None, **CM_LEVELS[level]}  # kinds: the component list (None: the first records)
     if fit is not None:
         preset["table_bits"] = min(preset["table_bits"], fit + 2)
         preset["hist_bits"] = min(preset["hist_bits"], max(CM_MIN_HIST_BITS, fit))

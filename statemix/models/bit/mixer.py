@@ -1,0 +1,99 @@
+"""The mixers: weighted sums of the inputs in the logit domain, trained on their own code length.
+
+Inputs ``x_i`` are stretched probabilities (units of 1/256, range +-2047) plus a bias of 256; the
+vector's width ``n_in`` follows from the model's component list (see cm's input layout).  Up to three
+mixers each pick a weight set (a row of ``n_in`` int32 weights in units of 2**-16) - by (match state,
+``c0``), by (``c1``, top 2 bits of ``c2``), and by (number of hashed contexts with history, bit
+position) - and give ``dot_m = clamp(sum w_i x_i >> 16, +-2047)`` and ``p_m = squash(dot_m)``.  A
+final mixer, one weight set of ``N_MIXERS`` per ``c0`` after the ``SETS`` rows, combines them:
+``p_mix = squash(sum v_m dot_m >> 16)`` (P(1) in units of 2**-16); with one mixer, ``p_mix = p_0``.
+
+State: ``STATE_SIZE`` int64 words of the model's state array ``st`` from ``x0``: each mixer's weight
+row (as the index of its first weight), then each mixer's p, then each mixer's dot.
+
+Training, after the bit ``y``: the final mixer ``v_m += dot_m * err * FINAL_RATE >> 18`` with ``err
+= y * 2**16 - p_mix``; each mixer ``w_i += x_i * err_m * rate >> 18`` with ``err_m = y * 2**16 -
+p_m``, skipped when ``|err_m| < MIXER_SKIP``, and ``rate = MIXER_RATE + MIXER_RATE_BOOST * 2**16 /
+(bytes seen + 2**16)`` (faster while the stream is young).  Weights stay within +-2**24.  Integer
+arithmetic: a sum's order does not matter, so an input that is always 0 may as well be absent.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..._jit import kernel
+from .tables import squash
+
+N_MIXERS = 3
+MIXER1_SETS = 3 * 256  # first weight set of mixer 1; mixer 0 has (3 match states x c0)
+MIXER2_SETS = MIXER1_SETS + 1024  # mixer 1 has (c1, top 2 bits of c2); mixer 2 (known contexts x bit)
+FINAL_RATE = 2
+MIXER_RATE = 4  # mixer learning rate (scale: see module docstring)
+MIXER_SKIP = 1024  # mixers skip training when |bit - p| < MIXER_SKIP / 2**16
+MIXER_RATE_BOOST = 24  # extra rate at the start of a stream, decaying as 2**16 / (bytes seen + 2**16)
+WEIGHT_LIMIT = 1 << 24
+STATE_SIZE = 3 * N_MIXERS
+
+
+def sets(max_contexts: int) -> int:
+    """Weight sets (rows) of the three mixers for up to ``max_contexts`` hashed contexts."""
+    return MIXER2_SETS + (max_contexts + 1) * 8
+
+
+@kernel(inline=True)
+def final_set(n_ctx, n_in, c0):
+    """Index of the final mixer's first weight for ``c0`` (after the rows of :func:`sets`)."""
+    return (MIXER2_SETS + (n_ctx + 1) * 8) * n_in + c0 * N_MIXERS
+
+
+def initial_weights(n_sets: int, n_in: int) -> np.ndarray:
+    """Flat int32 weights: every input 1/4 but the bias (the last input) 0; the final mixer 1/3 each."""
+    weights = np.full((n_sets, n_in), (1 << 16) // 4, dtype=np.int32)
+    weights[:, -1] = 0  # bias
+    final = np.full(256 * N_MIXERS, (1 << 16) // N_MIXERS, dtype=np.int32)
+    return np.concatenate([weights.ravel(), final])
+
+
+@kernel(inline=True)
+def mixer_select(st, x0, n_in, match_state, c0, c1, c2_top, known, bit):
+    """Pick each mixer's weight row (stored as the index of its first weight)."""
+    st[x0 + 0] = (match_state * 256 + c0) * n_in
+    st[x0 + 1] = (MIXER1_SETS + c1 + c2_top) * n_in
+    st[x0 + 2] = (MIXER2_SETS + known * 8 + bit) * n_in
+
+
+@kernel(inline=True)
+def mixer_predict(weights, inputs, n_in, st, x0, n_mix, final_set, lut):
+    """Return p_mix (units of 2**-16); keep each mixer's p and dot for training."""
+    total = np.int64(0)
+    for m in range(n_mix):
+        row = st[x0 + m]
+        dot = np.int64(0)
+        for k in range(n_in):
+            dot += np.int64(weights[row + k]) * inputs[k]
+        dot = max(-2047, min(2047, dot >> 16))
+        st[x0 + N_MIXERS + m] = squash(lut, dot)
+        st[x0 + 2 * N_MIXERS + m] = dot
+        total += np.int64(weights[final_set + m]) * dot
+    return squash(lut, total >> 16) if n_mix > 1 else st[x0 + N_MIXERS + 0]
+
+
+@kernel(inline=True)
+def mixer_update(weights, inputs, n_in, st, x0, n_mix, final_set, p_mix, bit, pos):
+    """Train the final mixer and every mixer on the coded bit (see the module docstring)."""
+    if n_mix > 1:
+        err = ((np.int64(bit) << 16) - p_mix) * FINAL_RATE
+        for m in range(n_mix):
+            w = np.int64(weights[final_set + m]) + ((st[x0 + 2 * N_MIXERS + m] * err) >> 18)
+            weights[final_set + m] = max(-WEIGHT_LIMIT, min(WEIGHT_LIMIT, w))
+    rate = MIXER_RATE + (MIXER_RATE_BOOST << 16) // (pos + (1 << 16))  # faster while young
+    for m in range(n_mix):
+        miss = (np.int64(bit) << 16) - st[x0 + N_MIXERS + m]
+        if -MIXER_SKIP < miss < MIXER_SKIP:  # well predicted: the update would be negligible
+            continue
+        err = miss * rate
+        row = st[x0 + m]
+        for k in range(n_in):
+            w = np.int64(weights[row + k]) + ((inputs[k] * err) >> 18)
+            weights[row + k] = max(-WEIGHT_LIMIT, min(WEIGHT_LIMIT, w))

@@ -1,0 +1,367 @@
+"""The SSM network's backward pass over one chunk: gradients of the mean label-smoothed cross entropy.
+
+``loss = mean_t CE(softmax(logits[t]), (1 - s) onehot(tout[t]) + s / V)`` with ``s`` =
+``hy[H_SMOOTH]``.  The gradient flows back through the head and the final LayerNorm, then layer by
+layer through the out-projection, the selective scan, the x-projection, the conv and the
+in-projection.  With ``bptt`` (``sz[S_BPTT]`` = 1) it flows through the recurrence h and the conv
+inputs of earlier positions within the chunk; with 0 it is one step deep (the reference).  The
+state at chunk start is a constant (no flow into earlier chunks).
+
+Parameter gradients accumulate into the flat ``G`` (same layout as ``P``); per-row weight gradients
+(:func:`_wgrad_rows_d`, :func:`_wgrad_rows_e`) are independent outputs, so :func:`backward_chunk`
+runs them in parallel, and sums over positions keep the position order.  float32, fixed orders.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..._fmath import sigmoid32
+from ..._jit import kernel, prange
+from .numerics import dot8, dot_lanes, layernorm_backward
+from .layout import (
+    ADAM_BLOCK, A_LOG, CONV_B, CONV_W, DSKIP, DT_B, DT_W, EMB, F0, F1, HEAD, HEAD_BLOCK, H_SMOOTH, LANES,
+    LNF_B, LNF_G, LN_B, LN_G, NT, S_BPTT, S_D, S_E, S_EB, S_K, S_L, S_N, S_R, S_T, S_V, T_GROUP, WIN, WOUT,
+    WX)
+
+
+@kernel
+def _bwd_head(P, off, sz, hy, acts, grads, tout, t, lanes):
+    probs = acts.probs
+    glog = grads.glog
+    V = sz[S_V]
+    T = sz[S_T]
+    inv_t = F1 / np.float32(T)
+    eps = hy[H_SMOOTH]
+    q0 = eps / np.float32(V)
+    gl = glog[t]
+    pr = probs[t]
+    for v in range(V):
+        gl[v] = (pr[v] - q0) * inv_t
+    target = tout[t]
+    gl[target] = (pr[target] - (q0 + (F1 - eps))) * inv_t
+
+
+@kernel
+def _bwd_head_input(P, off, sz, grads, t0, t1, lanes):
+    """gan[L, t] = head^T glog[t] for t0 <= t < t1: per token block of HEAD_BLOCK a lane sum
+    (:func:`dot_lanes`), the blocks added in order (the block's weights serve every position)."""
+    glog, gan = grads.glog, grads.gan
+    V = sz[S_V]
+    D = sz[S_D]
+    L = sz[S_L]
+    oh = off[L * NT + HEAD]
+    for t in range(t0, t1):
+        for d in range(D):
+            gan[L, t, d] = F0
+    for v0 in range(0, V, HEAD_BLOCK):
+        v1 = min(V, v0 + HEAD_BLOCK)
+        for t in range(t0, t1):
+            gl = glog[t, v0:v1]
+            ga = gan[L, t]
+            for d in range(D):
+                ga[d] += dot_lanes(P[oh + d * V + v0:oh + d * V + v1], gl, v1 - v0, lanes)
+
+
+@kernel
+def _bwd_final_ln(P, off, sz, acts, grads, t):
+    nrm, rstd = acts.nrm, acts.rstd
+    gres, gan = grads.gres, grads.gan
+    D = sz[S_D]
+    L = sz[S_L]
+    ga = gan[L, t]
+    gr = gres[L, t]
+    for d in range(D):
+        gr[d] = F0
+    og = off[L * NT + LNF_G]
+    layernorm_backward(ga, nrm[L, t], rstd[L, t], P[og:og + D], D, gr)
+
+
+@kernel
+def _bwd_out(P, off, sz, acts, grads, l, t):
+    """Out-projection, gate and readout backward of position t: gy, gz (in gxz), gxs, dC."""
+    z, hs, y = acts.z, acts.hs, acts.y
+    gres, gxz, gy, gxs, gp = grads.gres, grads.gxz, grads.gy, grads.gxs, grads.gp
+    D = sz[S_D]
+    E = sz[S_E]
+    N = sz[S_N]
+    ow = off[l * NT + WOUT]
+    od = off[l * NT + DSKIP]
+    dout = gres[l + 1, t]
+    for e in range(E):
+        dyg = dot8(P[ow + e * D:ow + (e + 1) * D], dout, D)
+        zz = z[l, t, e]
+        s = sigmoid32(zz)
+        dy = dyg * (zz * s)
+        gy[l, t, e] = dy
+        gxz[l, t, E + e] = (dyg * y[l, t, e]) * (s * (F1 + zz * (F1 - s)))
+        gxs[l, t, e] = dy * P[od + e]
+    for n in range(N):
+        gp[l, t, N + n] = dot8(gy[l, t], hs[l, t + 1, n], E)
+
+
+@kernel
+def _bwd_scan(Aneg, off, sz, acts, grads, G, l, e0, e1):
+    """Backward through the state update for channels e0..e1-1, positions T-1 down to 0."""
+    xs, pj, dtpre, dt, hs, dA = acts.xs, acts.pj, acts.dtpre, acts.dt, acts.hs, acts.dA
+    gy, gxs, gdtpre, qb = grads.gy, grads.gxs, grads.gdtpre, grads.qb
+    N = sz[S_N]
+    E = sz[S_E]
+    T = sz[S_T]
+    bptt = sz[S_BPTT] != 0
+    w = e1 - e0
+    carry = np.zeros((N, w), dtype=np.float32)
+    ddt = np.empty(w, dtype=np.float32)
+    gx = np.empty(w, dtype=np.float32)
+    oa = off[l * NT + A_LOG]
+    keep = F1 if bptt else F0
+    for t in range(T - 1, -1, -1):
+        for i in range(w):
+            ddt[i] = F0
+            gx[i] = F0
+        p = pj[l, t]
+        x = xs[l, t, e0:e1]
+        d = dt[l, t, e0:e1]
+        dy = gy[l, t, e0:e1]
+        for n in range(N):
+            bn = p[n]
+            cn = p[N + n]
+            hp = hs[l, t, n, e0:e1]
+            da = dA[l, t, n, e0:e1]
+            an_ = Aneg[l, n, e0:e1]
+            q = qb[l, t, n, e0:e1]
+            cr = carry[n]
+            ga = G[oa + n * E + e0:oa + n * E + e1]
+            for i in range(w):
+                dh = dy[i] * cn + cr[i]
+                a = da[i]
+                dda = dh * hp[i]
+                ddt[i] += (dda * a) * an_[i] + (dh * bn) * x[i]
+                ga[i] += ((dda * a) * d[i]) * an_[i]
+                gx[i] += (dh * d[i]) * bn
+                q[i] = (dh * d[i]) * x[i]
+                cr[i] = (dh * a) * keep
+        gs = gxs[l, t, e0:e1]
+        gd = gdtpre[l, t, e0:e1]
+        dp = dtpre[l, t, e0:e1]
+        for i in range(w):
+            gs[i] += gx[i]
+            gd[i] = ddt[i] * sigmoid32(dp[i])
+
+
+@kernel
+def _bwd_xproj(P, off, sz, acts, grads, l, t):
+    """dB, d dt_in, x-projection backward and the conv's SiLU of position t: gp, gxs, gc."""
+    cpre = acts.cpre
+    gxs, gp, gdtpre, gc, qb = grads.gxs, grads.gp, grads.gdtpre, grads.gc, grads.qb
+    E = sz[S_E]
+    N = sz[S_N]
+    R = sz[S_R]
+    g = gp[l, t]
+    ones = np.ones(E, dtype=np.float32)  # x * 1 is exact: dot8 against ones is the lane-order sum
+    for n in range(N):
+        g[n] = dot8(qb[l, t, n], ones, E)
+    odw = off[l * NT + DT_W]
+    g[2 * N] = dot8(gdtpre[l, t], P[odw:odw + E], E)
+    ow = off[l * NT + WX]
+    for e in range(E):
+        v = gxs[l, t, e] + dot8(P[ow + e * R:ow + (e + 1) * R], g, R)
+        gxs[l, t, e] = v
+        c = cpre[l, t, e]
+        s = sigmoid32(c)
+        gc[l, t, e] = v * (s * (F1 + c * (F1 - s)))
+
+
+@kernel
+def _bwd_in(P, off, sz, acts, grads, l, t):
+    """Conv input gradient, in-projection and LayerNorm backward of position t: gres[l, t]."""
+    nrm, rstd = acts.nrm, acts.rstd
+    gres, gan, gxz, gc = grads.gres, grads.gan, grads.gxz, grads.gc
+    D = sz[S_D]
+    E = sz[S_E]
+    K = sz[S_K]
+    T = sz[S_T]
+    bptt = sz[S_BPTT] != 0
+    ocw = off[l * NT + CONV_W]
+    gz = gxz[l, t]
+    for e in range(E):
+        v = gc[l, t, e] * P[ocw + (K - 1) * E + e]
+        if bptt:
+            for j in range(1, K):
+                if t + j < T:
+                    v += gc[l, t + j, e] * P[ocw + (K - 1 - j) * E + e]
+        gz[e] = v
+    ow = off[l * NT + WIN]
+    ga = gan[l, t]
+    for d in range(D):
+        ga[d] = dot8(P[ow + d * 2 * E:ow + (d + 1) * 2 * E], gz, 2 * E)
+    gr = gres[l, t]
+    up = gres[l + 1, t]
+    for d in range(D):
+        gr[d] = up[d]
+    og = off[l * NT + LN_G]
+    layernorm_backward(ga, nrm[l, t], rstd[l, t], P[og:og + D], D, gr)
+
+
+@kernel
+def _wgrad_rows_d(off, sz, acts, grads, G, l, d):
+    """Weight gradients owned by model row d of layer l (in-projection row, LN gain and bias)."""
+    nrm, an = acts.nrm, acts.an
+    gan, gxz = grads.gan, grads.gxz
+    E = sz[S_E]
+    T = sz[S_T]
+    row = off[l * NT + WIN] + d * 2 * E
+    gw = G[row:row + 2 * E]
+    for t in range(T):
+        a = an[l, t, d]
+        g = gxz[l, t]
+        for j in range(2 * E):
+            gw[j] += a * g[j]
+    gs = F0
+    bs = F0
+    for t in range(T):
+        gs += gan[l, t, d] * nrm[l, t, d]
+        bs += gan[l, t, d]
+    G[off[l * NT + LN_G] + d] = gs
+    G[off[l * NT + LN_B] + d] = bs
+
+
+@kernel
+def _wgrad_rows_e(off, sz, acts, grads, G, l, e):
+    """Weight gradients owned by channel e of layer l."""
+    xh, xs, pj, yg = acts.xh, acts.xs, acts.pj, acts.yg
+    gres, gy, gp, gdtpre, gc = grads.gres, grads.gy, grads.gp, grads.gdtpre, grads.gc
+    D = sz[S_D]
+    E = sz[S_E]
+    K = sz[S_K]
+    T = sz[S_T]
+    R = sz[S_R]
+    N = sz[S_N]
+    base = l * NT
+    for k in range(K):
+        s = F0
+        for t in range(T):
+            s += gc[l, t, e] * xh[l, t + k, e]
+        G[off[base + CONV_W] + k * E + e] = s
+    cb = F0
+    dw = F0
+    db = F0
+    ds = F0
+    for t in range(T):
+        cb += gc[l, t, e]
+        dw += gdtpre[l, t, e] * pj[l, t, 2 * N]
+        db += gdtpre[l, t, e]
+        ds += gy[l, t, e] * xs[l, t, e]
+    G[off[base + CONV_B] + e] = cb
+    G[off[base + DT_W] + e] = dw
+    G[off[base + DT_B] + e] = db
+    G[off[base + DSKIP] + e] = ds
+    row = off[base + WX] + e * R
+    gw = G[row:row + R]
+    for t in range(T):
+        xe = xs[l, t, e]
+        g = gp[l, t]
+        for r in range(R):
+            gw[r] += xe * g[r]
+    row = off[base + WOUT] + e * D
+    gw = G[row:row + D]
+    for t in range(T):
+        v = yg[l, t, e]
+        g = gres[l + 1, t]
+        for d in range(D):
+            gw[d] += v * g[d]
+
+
+@kernel(parallel=True)
+def backward_chunk(P, Aneg, off, sz, hy, acts, grads, tin, tout, G):
+    """Fill G with the gradient of the chunk's mean smoothed cross entropy."""
+    nrm, an = acts.nrm, acts.an
+    glog, gres, gan = grads.glog, grads.gres, grads.gan
+    L = sz[S_L]
+    D = sz[S_D]
+    E = sz[S_E]
+    T = sz[S_T]
+    V = sz[S_V]
+    EB = sz[S_EB]
+    nb = E // EB
+    n = G.shape[0]
+    nblk = (n + ADAM_BLOCK - 1) // ADAM_BLOCK
+    for b in prange(nblk):
+        gb = G[b * ADAM_BLOCK:min(n, (b + 1) * ADAM_BLOCK)]
+        for i in range(gb.shape[0]):
+            gb[i] = F0
+    for t in prange(T):
+        lanes = np.empty(LANES, dtype=np.float32)
+        _bwd_head(P, off, sz, hy, acts, grads, tout, t, lanes)
+    for tg in prange((T + T_GROUP - 1) // T_GROUP):
+        lanes = np.empty(LANES, dtype=np.float32)
+        _bwd_head_input(P, off, sz, grads, tg * T_GROUP, min(T, (tg + 1) * T_GROUP), lanes)
+    for t in prange(T):
+        _bwd_final_ln(P, off, sz, acts, grads, t)
+    for l in range(L - 1, -1, -1):
+        for t in prange(T):
+            _bwd_out(P, off, sz, acts, grads, l, t)
+        for b in prange(nb):
+            _bwd_scan(Aneg, off, sz, acts, grads, G, l, b * EB, (b + 1) * EB)
+        for t in prange(T):
+            _bwd_xproj(P, off, sz, acts, grads, l, t)
+        for t in prange(T):
+            _bwd_in(P, off, sz, acts, grads, l, t)
+    for l in range(L):
+        for j in prange(D + E):
+            if j < D:
+                _wgrad_rows_d(off, sz, acts, grads, G, l, j)
+            else:
+                _wgrad_rows_e(off, sz, acts, grads, G, l, j - D)
+    g = L * NT
+    oh = off[g + HEAD]
+    for vb in prange((V + HEAD_BLOCK - 1) // HEAD_BLOCK):
+        v0 = vb * HEAD_BLOCK
+        v1 = min(V, v0 + HEAD_BLOCK)
+        nv = v1 - v0
+        for d in range(D):
+            gw = G[oh + d * V + v0:oh + d * V + v1]
+            # eight positions per pass (the rest one at a time): the same additions in the same order
+            t = 0
+            while t + 8 <= T:
+                a0 = an[L, t, d]
+                a1 = an[L, t + 1, d]
+                a2 = an[L, t + 2, d]
+                a3 = an[L, t + 3, d]
+                a4 = an[L, t + 4, d]
+                a5 = an[L, t + 5, d]
+                a6 = an[L, t + 6, d]
+                a7 = an[L, t + 7, d]
+                g0 = glog[t, v0:v1]
+                g1 = glog[t + 1, v0:v1]
+                g2 = glog[t + 2, v0:v1]
+                g3 = glog[t + 3, v0:v1]
+                g4 = glog[t + 4, v0:v1]
+                g5 = glog[t + 5, v0:v1]
+                g6 = glog[t + 6, v0:v1]
+                g7 = glog[t + 7, v0:v1]
+                for v in range(nv):
+                    gw[v] = (((((((gw[v] + a0 * g0[v]) + a1 * g1[v]) + a2 * g2[v]) + a3 * g3[v])
+                               + a4 * g4[v]) + a5 * g5[v]) + a6 * g6[v]) + a7 * g7[v]
+                t += 8
+            while t < T:
+                a = an[L, t, d]
+                gl = glog[t, v0:v1]
+                for v in range(nv):
+                    gw[v] += a * gl[v]
+                t += 1
+    for d in prange(D):
+        gs = F0
+        bs = F0
+        for t in range(T):
+            gs += gan[L, t, d] * nrm[L, t, d]
+            bs += gan[L, t, d]
+        G[off[g + LNF_G] + d] = gs
+        G[off[g + LNF_B] + d] = bs
+    oe = off[g + EMB]
+    for t in range(T):
+        row = oe + tin[t] * D
+        gw = G[row:row + D]
+        gr = gres[0, t]
+        for d in range(D):
+            gw[d] += gr[d]

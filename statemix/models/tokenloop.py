@@ -1,0 +1,148 @@
+"""The ssm model's token coding loop: the network's softmax, mixed with count models, to the coder.
+
+Per token i of a block (the same loop for ENCODE, DECODE and LEARN, see :mod:`.modes`)::
+
+    t = begin_position(net)                      position in the chunk; its input is the last token
+    forward_position(...)                        the SSM's logits and softmax (skipped without SSM)
+    z = mix_logits(SSM logits, H, prior, counts)  :mod:`.tokenmix`, in nats; H = entropy of the SSM
+    freqs = quantize_logits(z)                   :func:`statemix.quantize.quantize_logits`, sum 2**30
+    code / decode token i with freqs             :mod:`statemix.coder` (ENCODE/DECODE only)
+    tokenmix.learn, tokenmix.update              the mixer learns the coded softmax; counts grow
+    counts[sym] += 1, lc[sym] = log(1 + count)   the frequency prior (float32, own log)
+    end_position(net, ..., sym)                  the token is the target; train at a chunk's end
+
+Without the SSM (``use_ssm`` = 0) its logits are 0 and H = log V.  LEARN updates the counts and the
+SSM but not the mixer (the mixer learns from the probabilities a block was coded with).  Every state
+lives in arrays, so :func:`run_range` runs any range of a block and a block run in several steps
+gives the same bits as in one.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .._fmath import F1, LANES, log32, sum_lanes
+from .._jit import kernel
+from ..coder import dec_symbol, enc_encode
+from ..quantize import quantize_logits
+from . import tokenmix
+from .modes import DECODE, LEARN
+from .nn.forward import forward_position
+from .nn.layout import H_PRIOR, S_CALIBRATE, S_MATCH, S_MIXING, S_TABLE_BITS, S_TB, S_USE_SSM, S_V
+from .nn.train import begin_position, end_position
+
+
+@kernel
+def _code_distribution(sz, hy, acts, t, lc, ts, ex, freqs, lanes):
+    """Mix the SSM softmax with the count models (:mod:`.tokenmix`) and quantize for the coder.
+
+    On return ``freqs`` (summing to 2**tb) codes the token and ``ex`` holds the coded softmax
+    (float32), which the mixer learns from.
+    """
+    V = sz[S_V]
+    use_ssm = sz[S_USE_SSM]
+    lg = acts.logits[t]
+    h = log32(np.float32(V))  # without the SSM its logits are 0: a uniform softmax
+    if use_ssm:
+        # entropy of the SSM softmax (nats): H = lse - sum p z
+        pr = acts.probs[t]
+        for v in range(V):
+            ex[v] = pr[v] * lg[v]
+        h = acts.lse[t] - sum_lanes(ex, V, lanes)
+    tokenmix.gather(ts, sz[S_TABLE_BITS])
+    tokenmix.mix_logits(sz[S_MIXING], use_ssm, sz[S_MATCH], sz[S_CALIBRATE], hy[H_PRIOR], lg, h, lc,
+                        V, ts, ex)
+    quantize_logits(ex, V, np.int64(1) << sz[S_TB], freqs, lanes)
+
+
+@kernel
+def _split_bits(weights, V, sym, nbits, cum, out, row, col):
+    """Split P(sym) under ``weights`` (V non-negative, unnormalised) into ``nbits`` binary decisions.
+
+    Decision j is bit ``nbits - 1 - j`` of the token id given the bits before it:
+    ``out[row + j, col]`` = the mass of the tokens with the coded prefix extended by the coded bit,
+    over the mass of the prefix (float64 prefix sums in ``cum``; ids >= V weigh 0).  The product
+    over j is P(sym) = weights[sym] / sum(weights).
+    """
+    c = 0.0
+    for v in range(V):
+        cum[v] = c
+        c += np.float64(weights[v])
+    cum[V] = c
+    lo = np.int64(0)
+    width = np.int64(1) << nbits
+    for j in range(nbits):
+        half = width >> 1
+        a = cum[min(lo, V)]
+        m = cum[min(lo + half, V)]
+        b = cum[min(lo + width, V)]
+        p1 = (b - m) / (b - a) if b > a else 0.5  # the upper half of the prefix: the next bit is 1
+        if (sym >> (nbits - 1 - j)) & 1:
+            out[row + j, col] = p1
+            lo += half
+        else:
+            out[row + j, col] = 1.0 - p1
+        width = half
+
+
+@kernel
+def run_range(mode, data, coded, rc, net, acts, grads, counts, lc, ts, trace, bit_trace, start, end):
+    """Encode, decode or only learn tokens ``start`` to ``end`` of ``data`` (one step of a block).
+
+    ``data`` holds token ids (int64 < V).  The coder ``rc`` is started by the caller
+    (:func:`statemix.coder.enc_init` / ``dec_init``).  ``net``, ``acts``, ``grads``: the network
+    (:mod:`.nn.layout`); ``counts`` (int64, V) and ``lc`` (float32 log(1 + count)) the frequency
+    prior; ``ts`` the count models' state (:meth:`.tokenmix.State.arrays`).  If ``trace`` has rows,
+    ``trace[i, 0]`` gets the coded probability of token i and ``trace[i, 1]`` the SSM's own
+    probability of it (1/V without the SSM).  If ``bit_trace`` has rows (``nbits`` per token), the
+    same two distributions split into binary decisions over the bits of the token id
+    (:func:`_split_bits`): ``bit_trace[nbits * i + j, 0]`` coded, ``[..., 1]`` the SSM's.
+    """
+    sz, hy = net.sz, net.hy
+    V = sz[S_V]
+    tb = sz[S_TB]
+    lanes = np.empty(LANES, dtype=np.float32)
+    ex = np.empty(V, dtype=np.float32)
+    freqs = np.empty(V, dtype=np.int32)
+    cum = np.empty(V + 1, dtype=np.int64)
+    tracing = trace.shape[0] > 0
+    total = np.float64(1 << tb)
+    use_ssm = sz[S_USE_SSM]
+    nbits = bit_trace.shape[0] // max(data.shape[0], 1)
+    cumf = np.empty(V + 1, dtype=np.float64)
+    for i in range(start, end):
+        t = begin_position(net)
+        if use_ssm:
+            forward_position(net.P, net.Aneg, net.off, sz, acts, net.tin, t, lanes)
+        if mode != LEARN:
+            _code_distribution(sz, hy, acts, t, lc, ts, ex, freqs, lanes)
+            if mode == DECODE:
+                c = np.int64(0)
+                for v in range(V):
+                    cum[v] = c
+                    c += freqs[v]
+                cum[V] = c
+                sym = np.int64(dec_symbol(rc, coded, cum, tb))
+                data[i] = sym
+            else:
+                sym = np.int64(data[i])
+                c = np.int64(0)
+                for v in range(sym):
+                    c += freqs[v]
+                enc_encode(rc, coded, c, np.int64(freqs[sym]), tb)
+            if tracing:
+                trace[i, 0] = np.float64(freqs[sym]) / total
+                trace[i, 1] = np.float64(acts.probs[t, sym]) if use_ssm else 1.0 / V
+            if nbits > 0:
+                _split_bits(freqs, V, sym, nbits, cumf, bit_trace, nbits * i, 0)
+                if use_ssm:
+                    _split_bits(acts.probs[t], V, sym, nbits, cumf, bit_trace, nbits * i, 1)
+            tokenmix.learn(sz[S_MIXING], use_ssm, sz[S_MATCH], sz[S_CALIBRATE], acts.logits[t], lc, V,
+                           ex, sym, ts)
+        else:
+            sym = np.int64(data[i])
+            tokenmix.gather(ts, sz[S_TABLE_BITS])
+        tokenmix.update(sym, sz[S_TABLE_BITS], ts)
+        counts[sym] += 1
+        lc[sym] = log32(F1 + np.float32(counts[sym]))
+        end_position(net, acts, grads, t, sym, use_ssm != 0)
