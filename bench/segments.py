@@ -3,13 +3,16 @@
 Usage: python bench/segments.py sizes INPUT [--segments 1MiB,4MiB,16MiB] [--level L]
        python bench/segments.py speed INPUT [--segment 4MiB] [--level L]
        python bench/segments.py seek INPUT [--mb 64] [--segment 4MiB] [--level L]
+       python bench/segments.py dask INPUT [--segment 4MiB] [--level L]
 
 ``sizes``: INPUT as one stream and with each segment size, at -T1 (sizes do not depend on -T); every
 stream decoded and compared.  ``speed``: compress and decompress INPUT with the segment size at -T1
 and at -T2 through the command line (wall seconds, /usr/bin/time's peak), outputs compared.
 ``seek``: INPUT repeated to --mb megabytes, compressed with the segment size at -T2; then the time
 to read 1 KiB at the middle through StatemixFile.seek() against decoding the whole stream (-T1).
-Prints markdown rows for bench/RESULTS.md.
+``dask``: INPUT on a dask LocalCluster of 2 single-threaded worker processes
+(statemix.distributed.compress_file) against the local segment mode at -T2 (the library in this
+process): seconds and bytes, outputs compared.  Prints markdown rows for bench/RESULTS.md.
 """
 
 from __future__ import annotations
@@ -102,9 +105,32 @@ def seek(path: Path, megabytes: float, segment: str, level: str) -> None:
           f"{seek_seconds / whole_seconds:.3f} of it")
 
 
+def dask_run(path: Path, segment: str, level: str) -> None:
+    import statemix
+    import statemix.distributed
+    from distributed import Client, LocalCluster
+
+    size = int(segment[:-3]) << {"KiB": 10, "MiB": 20}[segment[-3:]]
+    data = path.read_bytes()
+    started = time.perf_counter()
+    local = statemix.compress(data, level=int(level), segment_size=size, threads=2)
+    local_seconds = time.perf_counter() - started
+    with tempfile.TemporaryDirectory() as folder:
+        with Client(LocalCluster(n_workers=2, threads_per_worker=1, dashboard_address=None, host="127.0.0.1")) as client:
+            client.run(lambda: __import__("statemix").compress(b"warm " * 100, level=int(level)))
+            started = time.perf_counter()
+            statemix.distributed.compress_file(client, path, Path(folder) / "out.smx", segment_size=size,
+                                               level=int(level))
+            dask_seconds = time.perf_counter() - started
+        remote = (Path(folder) / "out.smx").read_bytes()
+    assert remote == local and statemix.decompress(remote) == data
+    print(f"{len(data):,} bytes, {segment} segments, level {level}: local -T2 {local_seconds:.1f} s, "
+          f"dask 2 workers {dask_seconds:.1f} s, both {len(local):,} B, byte-identical")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("what", choices=["sizes", "speed", "seek"])
+    parser.add_argument("what", choices=["sizes", "speed", "seek", "dask"])
     parser.add_argument("input", type=Path)
     parser.add_argument("--segments", default="1MiB,4MiB,16MiB")
     parser.add_argument("--segment", default="4MiB")
@@ -115,8 +141,10 @@ def main() -> None:
         sizes(args.input, args.segments.split(","), args.level)
     elif args.what == "speed":
         speed(args.input, args.segment, args.level)
-    else:
+    elif args.what == "seek":
         seek(args.input, args.mb, args.segment, args.level)
+    else:
+        dask_run(args.input, args.segment, args.level)
 
 
 if __name__ == "__main__":

@@ -111,8 +111,7 @@ class Compressor(_Unpicklable):
         self._spec = spec_for_level(level, size_hint, model)
         self._threads = threads or 1
         _set_threads(threads)
-        self._model = build_model(self._spec)
-        self._snapshot = None
+        self._coder = BlockCoder(build_model(self._spec), self._threads)
         self._progress = progress
         self._pending = bytearray()
         self._blocks = 0
@@ -161,26 +160,43 @@ class Compressor(_Unpicklable):
         self._blocks += 1
         self._length += len(raw)
         self._crc = container.crc32(raw, self._crc)
+        return self._coder.block(raw, report)
+
+
+class BlockCoder:
+    """Code one block at a time with ``model``: the model's code word, zstandard or the data itself,
+    whichever is smallest, leaving the model as it was unless the model's code word is kept.
+
+    What Compressor writes, and what statemix.diagnose replays with a traced model.
+    """
+
+    def __init__(self, model, threads: int = 1):
+        self.model = model
+        self._threads = threads
+        self._snapshot = None
+
+    def block(self, raw: bytes, report=None) -> bytes:
+        """The block (header and payload) for ``raw``."""
         compress_zstd = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_content_size=False).compress
         probe = zstandard.ZstdCompressor(level=PROBE_LEVEL, write_content_size=False).compress(raw)
         coded = None
         modelled = len(probe) < PROBE_RATIO * len(raw)
         if modelled:
-            self._snapshot = self._model.snapshot(reuse=self._snapshot)
+            self._snapshot = self.model.snapshot(reuse=self._snapshot)
             if self._threads > 1:  # zstandard runs beside the model
                 with ThreadPoolExecutor(1) as pool:
                     zstd_job = pool.submit(compress_zstd, raw)
-                    coded = self._model.encode(raw, len(raw) - 1, progress=report)
+                    coded = self.model.encode(raw, len(raw) - 1, progress=report)
                     zstd_payload = zstd_job.result()
             else:
-                coded = self._model.encode(raw, len(raw) - 1, progress=report)
+                coded = self.model.encode(raw, len(raw) - 1, progress=report)
                 zstd_payload = compress_zstd(raw)
         else:
             zstd_payload = compress_zstd(raw)
         if coded is not None and len(coded) <= len(zstd_payload):
             return container.write_block(container.MODELLED, raw, coded)
         if modelled:
-            self._model.restore(self._snapshot)
+            self.model.restore(self._snapshot)
         if report is not None:
             report(len(raw))
         if len(zstd_payload) < len(raw):

@@ -1,7 +1,9 @@
 """Diagnostics: where the bits go, and how well calibrated the model's predictions are.
 
 :func:`diagnose` compresses the input as :func:`statemix.compress` does (same model record, same
-blocks, the same choice per block of the model's code word, zstandard or storing), records through
+blocks, the same choice per block of the model's code word, zstandard or storing, through
+``codec.BlockCoder``; a block the model does not code leaves it as it was, and a block it skips
+counts no events, so ``ideal_bits`` covers the blocks the model saw), records through
 the model's trace hook (:mod:`statemix.models.protocol`) the probability the model gave to every
 coded event, and returns a :class:`Report` (data, no printing).  It uses models only through that
 protocol, so every model family works.  An event is one binary prediction: a bit for cm, one of the
@@ -28,10 +30,8 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
-import zstandard
-
 from . import container
-from .codec import ZSTD_LEVEL
+from .codec import BlockCoder
 from .models import TraceBlock, build_model, spec_for_level
 
 
@@ -88,23 +88,17 @@ def _traced_compress(data: bytes, level: int | None, model: str | None = None, a
         predictor = predictor.ablated(ablate)
     traces: list[TraceBlock] = []
     predictor.trace(traces.append)
-    compress_zstd = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_content_size=False).compress
+    coder = BlockCoder(predictor)
     out = [container.write_header(spec)]
-    blocks, crc = [], 0
-    for start in range(0, len(data), container.BLOCK_SIZE):
-        raw = data[start:start + container.BLOCK_SIZE]
+    blocks, crc, start = [], 0, 0
+    while start < len(data):
+        raw = data[start:start + container.block_limit(len(blocks))]
+        start += len(raw)
         crc = container.crc32(raw, crc)
         count = len(traces)
-        coded = predictor.encode(raw, len(raw) - 1)
-        if len(traces) == count:  # a block the model reported nothing for (empty)
+        block = coder.block(raw)
+        if len(traces) == count:  # a block the model never saw (or reported nothing for)
             traces.append(TraceBlock(np.zeros(0), np.zeros(0, np.int8), np.zeros(0, np.int64), len(raw)))
-        kind, payload = container.STORED, raw
-        if coded is not None:
-            kind, payload = container.MODELLED, coded
-        zstd_payload = compress_zstd(raw)
-        if len(zstd_payload) < len(payload):
-            kind, payload = container.ZSTANDARD, zstd_payload
-        block = container.write_block(kind, raw, payload)
         blocks.append(container.read_block_header(block, 0))
         out.append(block)
     out.append(container.write_trailer(len(data), crc))
