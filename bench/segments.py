@@ -100,7 +100,8 @@ def seek(path: Path, megabytes: float, segment: str, level: str) -> None:
             source.seek(total // 2)
             assert middle == source.read(1024)
         whole_seconds, _ = cli("-T1", "-t", str(packed))
-    print(f"{total:,} bytes in {segment} segments ({packed.stat().st_size:,} B): "
+        packed_size = packed.stat().st_size
+    print(f"{total:,} bytes in {segment} segments ({packed_size:,} B): "
           f"1 KiB at the middle in {seek_seconds:.2f} s; the whole stream (-T1 -t) in {whole_seconds:.1f} s: "
           f"{seek_seconds / whole_seconds:.3f} of it")
 
