@@ -481,15 +481,26 @@ def wait_until_working(proc: subprocess.Popen, seconds: float, timeout: float = 
         time.sleep(0.05)
 
 
-@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
-def test_interruption_leaves_nothing_behind(tmp_path, signum):
-    # 3 MB of text: several seconds of model work at the default level
-    (tmp_path / "big.txt").write_bytes(text_sample(3_000_000, seed=6))
-    before = snapshot(tmp_path)
-    proc = subprocess.Popen([*CLI, "big.txt"], cwd=tmp_path, stdin=subprocess.DEVNULL,
+def start_compressing_3_mb(directory: Path) -> tuple[dict, subprocess.Popen]:
+    """Start compressing 3 MB of text (several seconds of model work at the default level) in
+    ``directory``; return the folder as it was and the process, once it is inside the model."""
+    (directory / "big.txt").write_bytes(text_sample(3_000_000, seed=6))
+    before = snapshot(directory)
+    proc = subprocess.Popen([*CLI, "big.txt"], cwd=directory, stdin=subprocess.DEVNULL,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
         wait_until_working(proc, 2.5)
+    except BaseException:
+        proc.kill()
+        proc.communicate()
+        raise
+    return before, proc
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_interruption_leaves_nothing_behind(tmp_path, signum):
+    before, proc = start_compressing_3_mb(tmp_path)
+    try:
         assert proc.poll() is None, "the command ended before it could be interrupted"
         signalled = time.monotonic()
         proc.send_signal(signum)
@@ -507,15 +518,9 @@ def test_interruption_leaves_nothing_behind(tmp_path, signum):
 
 
 def test_sigkill_leaves_nothing_behind(tmp_path):
-    (tmp_path / "big.txt").write_bytes(text_sample(3_000_000, seed=6))
-    before = snapshot(tmp_path)
-    proc = subprocess.Popen([*CLI, "big.txt"], cwd=tmp_path, stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    try:
-        wait_until_working(proc, 2.5)
-    finally:
-        proc.kill()
-        proc.wait()
+    before, proc = start_compressing_3_mb(tmp_path)
+    proc.kill()
+    proc.communicate()
     assert snapshot(tmp_path) == before  # the output had no name yet (O_TMPFILE)
 
 
