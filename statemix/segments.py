@@ -102,6 +102,9 @@ class _OrderedPool:
                     break
                 self._wait(future)
             self._jobs.popleft()
+            if future.exception() is not None:
+                self.close()
+                raise future.exception()
             result = future.result()
             out.append(result)
             self.tally.retire(number, len(result) if size is None else size)
