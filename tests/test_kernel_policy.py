@@ -113,3 +113,12 @@ def test_svml_is_disabled():
 
     assert os.environ["NUMBA_DISABLE_INTEL_SVML"] == "1"
     assert not getattr(numba.config, "USING_SVML", False)
+
+
+def test_every_package_is_installed():
+    """pyproject lists packages by hand: a subpackage missing there is missing from a real install."""
+    import tomllib
+
+    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "statemix").rglob("__init__.py")}
+    assert found <= listed, sorted(found - listed)
