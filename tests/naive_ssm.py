@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from statemix.models import ssm
 from statemix.models.nn import layout
 
 

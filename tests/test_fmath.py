@@ -7,7 +7,6 @@ import hashlib
 import numpy as np
 import pytest
 
-from statemix import _fmath as fm
 
 import fmath_arrays as fa
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from .._jit import kernel
 from .tables import (BYTE_TOKENS, ID_BITS, MAX_MERGES, MAX_TOKEN_BYTES, MAX_TRAIN_BYTES, SPLIT_NONE,
-                     SPLIT_WORDS, _BYTE_CLASS, _grow, _hash, _split_table)
+                     _BYTE_CLASS, _grow, _hash, _split_table)
 from .vocab import Vocabulary
 from .bpe import _as_uint8, encode
 
