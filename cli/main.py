@@ -146,10 +146,12 @@ def _reporter(bar, base: int = 0):
     return report
 
 
-def _compress_stream(src, dst, size: int | None, opts: dict, bar) -> tuple[int, int]:
-    """Compress ``src`` into ``dst``; return (bytes read, bytes written)."""
+def _compress_stream(src, dst, info, opts: dict, bar) -> tuple[int, int]:
+    """Compress ``src`` (``info``: its stat if a regular file) into ``dst``; return (bytes read,
+    bytes written)."""
     import statemix
 
+    size = info.st_size if info is not None else None
     compressor = statemix.Compressor(level=opts["level"], model=opts["model"], size_hint=size,
                                      threads=opts["threads"], segment_size=opts["segment_size"],
                                      progress=_reporter(bar))
@@ -178,18 +180,12 @@ def _uncompressed_size(src, info) -> int | None:
         src.seek(0)
 
 
-def _is_regular(src) -> bool:
-    try:
-        return stat.S_ISREG(os.fstat(src.fileno()).st_mode)
-    except (OSError, ValueError):
-        return False
-
-
-def _decompress_stream(src, dst, opts: dict, bar) -> tuple[int, int]:
-    """Decompress every stream of ``src`` into ``dst`` (or nowhere); return (bytes read, written)."""
+def _decompress_stream(src, dst, info, opts: dict, bar) -> tuple[int, int]:
+    """Decompress every stream of ``src`` (``info``: its stat if a regular file) into ``dst`` (or
+    nowhere); return (bytes read, bytes written)."""
     import statemix
 
-    if opts["threads"] > 1 and _is_regular(src):  # its segments in parallel
+    if opts["threads"] > 1 and info is not None:  # a regular file: its segments in parallel
         from statemix.segments import decompress_segments
 
         written = 0
@@ -231,21 +227,22 @@ def _process(path: str, opts: dict) -> None:
     src, info = _open_input(path)
     name = "(stdin)" if path == "-" else path
     try:
-        size = info.st_size if info is not None else None
-        if mode != "compress":
-            size = _uncompressed_size(src, info) if opts["progress"] else None
-        bar = _progress(size, os.path.basename(name), opts["progress"])
+        if mode == "compress":
+            total = info.st_size if info is not None else None
+        else:
+            total = _uncompressed_size(src, info) if opts["progress"] else None
+        bar = _progress(total, os.path.basename(name), opts["progress"])
         with bar:
-            work = _compress_stream if mode == "compress" else _decompress_work
+            work = _compress_stream if mode == "compress" else _decompress_stream
             if mode == "test":
-                consumed, produced = work(src, None, size, opts, bar)
+                consumed, produced = work(src, None, info, opts, bar)
                 result = f"{name}: OK ({produced} bytes)"
             else:
                 to_stdout = opts["stdout"] or (path == "-" and opts["output"] is None)
                 if to_stdout:
                     if mode == "compress" and sys.stdout.isatty() and not opts["force"]:
                         raise Problem("compressed data not written to a terminal (use -f to force)")
-                    consumed, produced = work(src, _Output(sys.stdout.buffer, "(stdout)"), size, opts, bar)
+                    consumed, produced = work(src, _Output(sys.stdout.buffer, "(stdout)"), info, opts, bar)
                     try:
                         sys.stdout.buffer.flush()
                     except OSError as exc:
@@ -256,7 +253,7 @@ def _process(path: str, opts: dict) -> None:
                     target = _target_name(path, mode == "decompress", opts["suffix"], opts["output"])
                     try:
                         with output_file(target, opts["force"], info) as out:
-                            consumed, produced = work(src, _Output(out, target), size, opts, bar)
+                            consumed, produced = work(src, _Output(out, target), info, opts, bar)
                     except OutputError as exc:
                         raise Problem(str(exc)) from None
                 result = f"{name}: {consumed} -> {produced} bytes"
@@ -269,10 +266,6 @@ def _process(path: str, opts: dict) -> None:
         _say(f"{result}, {time.perf_counter() - started:.2f} s")
     if opts["remove"] and path != "-" and mode != "test" and not opts["stdout"]:
         os.unlink(path)
-
-
-def _decompress_work(src, out, size, opts, bar) -> tuple[int, int]:
-    return _decompress_stream(src, out, opts, bar)
 
 
 def _list(paths: list[str], verbose: bool) -> int:

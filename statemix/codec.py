@@ -78,12 +78,15 @@ def _reporter(progress, base: int):
     return lambda done: progress(base + done)
 
 
-class _Unpicklable:
+class Unpicklable:
+    """Objects holding an open file or a model's live state refuse pickling, as the standard
+    library's codec objects do."""
+
     def __reduce__(self):
         raise TypeError(f"cannot pickle {type(self).__name__!r} object")
 
 
-class Compressor(_Unpicklable):
+class Compressor(Unpicklable):
     """Compress data incrementally into one statemix stream (like lzma.LZMACompressor).
 
     ``model`` ("cm", the default, or "ssm") and ``level`` (1-3) select the model (they change the
@@ -204,7 +207,7 @@ class BlockCoder:
         return container.write_block(container.STORED, raw, raw)
 
 
-class Decompressor(_Unpicklable):
+class Decompressor(Unpicklable):
     """Decompress one statemix stream given in any pieces (like lzma.LZMADecompressor).
 
     After the stream's end, ``eof`` is True and any further bytes are in ``unused_data``.
@@ -315,7 +318,7 @@ class Decompressor(_Unpicklable):
         self.eof = True
 
 
-class StreamsDecompressor(_Unpicklable):
+class StreamsDecompressor(Unpicklable):
     """Decompress any number of concatenated streams, given in any pieces, checking a seek index.
 
     What ``decompress()``, the file reader and the command line read: streams one after another, and

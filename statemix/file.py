@@ -24,7 +24,7 @@ import threading
 
 from . import container
 from ._errors import StatemixError
-from .codec import Compressor, StreamsDecompressor, check_options
+from .codec import Compressor, StreamsDecompressor, Unpicklable, check_options
 from .segments import read_spans
 
 _READ_CHUNK = 1 << 16
@@ -141,7 +141,7 @@ class _DecompressReader(io.RawIOBase):
         return self._position
 
 
-class StatemixFile(io.BufferedIOBase):
+class StatemixFile(Unpicklable, io.BufferedIOBase):
     """A file object giving access to a statemix-compressed file (mode "r", "w", "x" or "a").
 
     ``level`` and ``model`` choose the model when writing (an error in read mode); ``threads`` only
@@ -184,9 +184,6 @@ class StatemixFile(io.BufferedIOBase):
             self._compressor = compressor
             self._mode = "w"
         self._position = 0  # uncompressed bytes written
-
-    def __reduce__(self):
-        raise TypeError(f"cannot pickle {type(self).__name__!r} object")
 
     def close(self) -> None:
         with self._lock:
