@@ -82,14 +82,13 @@ class _OrderedPool:
         self.tally = _Tally()
         self._submitted = 0
 
-    def submit(self, work, size: int | None, *args) -> int:
+    def submit(self, work, size: int | None, *args) -> None:
         """Run ``work(*args, report)``; ``size``: the bytes the job counts for progress when it is
         done (None: the length of its result)."""
         number = self._submitted
         self._submitted += 1
         future = self._pool.submit(_single_threaded, work, *args, self.tally.reporter(number))
         self._jobs.append((number, size, future))
-        return number
 
     def ready(self, block: bool) -> list:
         """Results of the finished jobs at the head of the queue; with ``block``, first wait while
@@ -169,7 +168,7 @@ class SegmentWriter:
 
     def flush(self) -> bytes:
         try:
-            if self._pending or not self._pool._submitted:
+            if self._pending or not self._index:
                 self._submit(bytes(self._pending))
                 self._pending.clear()
             out = self._collect(self._pool.drain())
