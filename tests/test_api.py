@@ -39,22 +39,33 @@ REPEATED_RANDOM = random.Random(3).randbytes(40) * 3
 GOLDEN_INPUT = b"statemix golden stream\n" * 20
 
 #: statemix.compress(b"").  To renew after a deliberate change of format or model (then also think
-#: about FORMAT_VERSION / ARITHMETIC_VERSION):  python -c "import statemix; print(statemix.compress(
-#: b'').hex()); print(statemix.compress(b'statemix golden stream\n' * 20).hex())"
+#: about FORMAT_VERSION / ARITHMETIC_VERSION, and keep the old stream below as one that must still
+#: decode):  python -c "import statemix; print(statemix.compress(b'').hex()); print(statemix.compress(
+#: b'statemix golden stream\n' * 20).hex())"
 GOLDEN_EMPTY = bytes.fromhex(
     "89534d58"  # magic
     "02"  # format version
     "01"  # arithmetic version
-    "06"  # model record length
-    "010e100a0302"  # model record: cm (id 1), table_bits, hist_bits, contexts, mixers, APMs
-    "95e33cb9"  # header CRC32
+    "0b"  # model record length
+    "01" "0002" "0e10" "0504" "ffcb0700"  # model record: cm (id 1), component set: table_bits, hist_bits,
+    #                                           mixers, APMs, mask of context kinds (0-9, 11, 14-18)
+    "42146f37"  # header CRC32
     "00"  # end block
     "00"  # original length 0
     "00000000"  # CRC32 of no data
 )
-#: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 22 bytes
+#: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 24 bytes
 GOLDEN_TEXT = bytes.fromhex(
-    "89534d58020106010e100a030295e33cb9"  # header, as above
+    "89534d580201" "0b" "010002" "0e100504" "ffcb0700" "42146f37"  # header, as above
+    "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
+    "801774789d98a0184b0ffc6df31c1ea3d8adcbe5b691229e"  # the range coder's code word
+    "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same, written by level 2 before its text contexts (first record: 10 contexts, 3 mixers, 2
+#: APMs): streams of older builds must decode as they did.
+GOLDEN_EMPTY_10_CONTEXTS = bytes.fromhex("89534d58020106010e100a030295e33cb9" "00" "00" "00000000")
+GOLDEN_TEXT_10_CONTEXTS = bytes.fromhex(
+    "89534d58020106010e100a030295e33cb9"  # header
     "01" "cc03" "16" "cf" "5877534f"  # modelled block: raw length 460, payload 22, check, CRC32
     "80e0cb40ccd60ba77686eda57c83541525e3d396bb97"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
@@ -868,7 +879,7 @@ def test_read_info_one_stream():
 def test_read_info_empty_stream():
     (info,) = statemix.read_info(io.BytesIO(GOLDEN_EMPTY))
     assert info.blocks == []
-    assert info.compressed_size == len(GOLDEN_EMPTY) == 23
+    assert info.compressed_size == len(GOLDEN_EMPTY) == 28
     assert info.uncompressed_size == 0
     assert info.crc32 == 0
 
@@ -1018,6 +1029,11 @@ def test_golden_empty_stream():
 def test_golden_text_stream():
     assert statemix.compress(GOLDEN_INPUT) == GOLDEN_TEXT
     assert statemix.decompress(GOLDEN_TEXT) == GOLDEN_INPUT
+
+
+def test_golden_streams_of_the_first_level_2_still_decode():
+    assert statemix.decompress(GOLDEN_EMPTY_10_CONTEXTS) == b""
+    assert statemix.decompress(GOLDEN_TEXT_10_CONTEXTS) == GOLDEN_INPUT
 
 
 #: statemix.compress(GOLDEN_INPUT, level=1): 5 contexts, 1 mixer, 1 APM

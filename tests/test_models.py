@@ -35,7 +35,7 @@ def test_memory_limit():
     spec = spec_for_level(3)
     need = memory_needed(spec)
     assert need == cm.Config.from_bytes(spec.parameters).memory_bytes() > 400 << 20
-    with pytest.raises(StatemixError, match=r"^this stream's model needs 465 MiB of memory, more than the "
+    with pytest.raises(StatemixError, match=r"^this stream's model needs 675 MiB of memory, more than the "
                                             r"limit of 300 MiB \(raise it with --memory\)$"):
         build_model(spec, memory_limit=300 << 20)
     build_model(spec_for_level(1, 1000), memory_limit=need)
@@ -43,7 +43,7 @@ def test_memory_limit():
 
 
 @pytest.mark.parametrize("model,level,hint,words", [
-    ("cm", 2, None, "cm level 2 (10 contexts of 16 MiB, 3 mixers, 2 APMs, 16 MiB history"),
+    ("cm", 2, None, "cm level 2 (16 contexts of 16 MiB: order 2, order 3,"),
     ("cm", 1, 5000, "cm level 1 (5 contexts of"),
     ("cm", 3, None, "cm level 3 ("),
     ("ssm", 1, None, "ssm level 1 (count models only"),
@@ -146,16 +146,21 @@ def test_every_model_implements_the_protocol(model):
 
 
 def test_cm_component_list_record():
-    old = cm.Config.from_bytes(spec_for_level(2).parameters)
-    assert old.kinds is None and old.to_bytes() == bytes([24, 24, 10, 3, 2])  # the first records stay
+    old = cm.Config.from_bytes(spec_for_level(1).parameters)
+    assert old.kinds is None and old.to_bytes() == bytes([20, 22, 5, 1, 1])  # the first records stay
     listed = cm.Config(20, 22, 3, 2, 1, kinds=(4, 0, 9))
+    assert listed.kinds == (0, 4, 9)  # a set, kept in id order
     record = listed.to_bytes()
-    assert record == bytes([0, 1, 20, 22, 2, 1, 3, 4, 0, 9])
+    assert record == bytes([0, 2, 20, 22, 2, 1]) + ((1 << 0) | (1 << 4) | (1 << 9)).to_bytes(4, "little")
     assert cm.Config.from_bytes(record) == listed
-    assert listed.components() == ["order 0", "order 1", "word", "order 2", "order 1 history", "match", "APMs"]
-    assert ModelSpec(cm.MODEL_ID, record).describe().startswith("cm custom (3 contexts of 1 MiB: word, order 2,")
+    assert cm.Config.from_bytes(bytes([0, 1, 20, 22, 2, 1, 3, 4, 0, 9])) == listed  # the list record is still read
+    assert listed.components() == ["order 0", "order 1", "order 2", "word", "order 1 history", "match", "APMs"]
+    assert ModelSpec(cm.MODEL_ID, record).describe().startswith("cm custom (3 contexts of 1 MiB: order 2, word,")
     for bad in (bytes([0, 1, 20, 22, 2, 1, 2, 4, 4]), bytes([0, 1, 20, 22, 2, 1, 2, 4, 99]),
-                bytes([0, 1, 20, 22, 2, 1, 3, 4, 0]), bytes([0, 1, 27, 22, 2, 1, 1, 4])):
+                bytes([0, 1, 20, 22, 2, 1, 3, 4, 0]), bytes([0, 1, 27, 22, 2, 1, 1, 4]),
+                bytes([0, 2, 20, 22, 2, 1, 0, 0, 0, 0]), bytes([0, 2, 20, 22, 2, 1, 0, 0, 0, 128]),
+                bytes([0, 2, 20, 22, 6, 1, 1, 0, 0, 0]), bytes([0, 2, 20, 22, 2, 5, 1, 0, 0, 0]),
+                bytes([0, 2, 20, 22, 2, 1, 1, 0, 0])):
         with pytest.raises(StatemixError, match="corrupt stream"):
             build_model(ModelSpec(cm.MODEL_ID, bad))
     data = text_sample(5000, seed=9)
@@ -166,3 +171,12 @@ def test_cm_component_list_record():
     same = cm.Model(cm.Config(20, 22, 3, 2, 1, kinds=(0, 1, 2))).encode(data, len(data))
     first = cm.Model(cm.Config(20, 22, 3, 2, 1)).encode(data, len(data))
     assert same == first
+
+
+def test_cm_output_does_not_depend_on_the_order_of_its_contexts():
+    # the component-set record (and reading the older list records in id order) rests on this
+    config = cm.Config(16, 16, 4, 5, 4, kinds=(0, 4, 14, 16))
+    data = text_sample(20000, seed=3)
+    permuted = cm.Model(config)
+    permuted.state[cm.KINDS:cm.KINDS + 4] = (16, 14, 0, 4)
+    assert permuted.encode(data, len(data)) == cm.Model(config).encode(data, len(data))

@@ -16,10 +16,10 @@ components live in :mod:`.bit`, one job per module, in the order of the data flo
    input: +-64 per bit seen (up to 16) when the history holds only 1s (+) or only 0s (-), else 0.
 3. Match model (:mod:`.bit.match`): the byte after the most recent earlier occurrence of the last
    bytes.
-4. Mixing (:mod:`.bit.mixer`): three mixers with selected weight sets and a final mixer, each
+4. Mixing (:mod:`.bit.mixer`): up to five mixers with selected weight sets and a final mixer, each
    trained on its own code length.
-5. APMs (:mod:`.bit.sse`): two adaptive tables refine the mixer's probability; the coded probability
-   is ``(2 p_mix + 7 p_apm1 + 7 p_apm2) / 16``.
+5. APMs (:mod:`.bit.sse`): up to four adaptive tables refine the mixer's probability; the coded
+   probability is ``(2 p_mix + 14 mean(p_apm)) / 16``.
 6. The probability goes to :func:`statemix.quantize.binary_frequency` and the range coder.
 
 Input vector of the mixers (stretch units, width ``2 + n + 1 + r + 1`` for ``n`` contexts)::
@@ -38,7 +38,8 @@ It runs any range of a block: the coder and all model state live in arrays (the 
 array laid out by :data:`STATE_FIELDS`).
 
 Memory (bytes): n * 2**table_bits (histories) + 2**hist_bits (history) + 2**hist_bits (match table,
-int32 per 4 bytes of history) + about 17 MiB (APMs, order-1 counters, weights).
+int32 per 4 bytes of history) + 8.25 MiB per APM + about 1.5 MiB (order-1 counters, weights, the
+text state's indirect tables).
 """
 
 from __future__ import annotations
@@ -54,9 +55,10 @@ from ..coder import new_state as new_coder_state
 from ..quantize import binary_frequency
 from . import presets
 from ._snapshot import put_back, take
-from .bit import contexts, match, mixer, sse
-from .bit.contexts import bucket, context_hash, mix_hash, order6_hash
-from .bit.match import match_predict, match_state, match_train, match_update
+from .bit import contexts, match, mixer, sse, text
+from .bit.contexts import bucket, context_hash
+from .bit.hashing import mix_hash, order6_hash
+from .bit.match import match_expected, match_predict, match_state, match_train, match_update
 from .bit.mixer import final_set, mixer_predict, mixer_select, mixer_update
 from .bit.sse import apm_predict, apm_update
 from .bit.tables import COUNTER_INIT, LUT_INITIAL, LUT_NEXT, LUT_RUN, lookup_tables, train
@@ -66,6 +68,7 @@ from .protocol import ModelSpec, TraceBlock
 MODEL_ID = 1
 
 N_HASHED = len(contexts.NAMES)  # context kinds this build knows
+FIRST_RECORD_KINDS, FIRST_RECORD_RUNS = 10, 9  # contexts and run inputs a first record can have (see above)
 LIMIT_DIRECT = 1023  # counter confidence cap (order 1, state maps, match)
 LIMIT_ORDER0 = 3  # counter confidence cap of the order-0 contexts: they follow the last few bits
 N_MIXERS = mixer.N_MIXERS
@@ -79,10 +82,10 @@ STATE_MAP_BASE = MATCH_SM_BASE + match.N_COUNTERS
 #: The model's tables (views of the Model's arrays): 32-bit counters, bit-history states (uint8),
 #: mixer weights and APM buckets (int32), the history ring (uint8), the match table (int32), the
 #: fixed tables (int64, .bit.tables) and the mixers' input vector (int64 scratch).
-Tables = namedtuple("Tables", "counters states weights apm hist mtable lut inputs")
-SCALARS = ("c0 hist4 hist8 pos bit word prev_word p_mix table_bits hist_bits ablate n_ctx n_runs n_mix n_apm "
+Tables = namedtuple("Tables", "counters states weights apm hist mtable aux lut inputs")
+SCALARS = ("c0 hist4 hist8 pos bit p_mix table_bits hist_bits ablate n_ctx n_runs n_mix n_apm "
            "n_in").split()
-(C0, HIST4, HIST8, POS, BIT, WORD, PREV_WORD, P_MIX, TABLE_BITS, HIST_BITS, ABLATE, N_CTX, N_RUNS, N_MIX, N_APM,
+(C0, HIST4, HIST8, POS, BIT, P_MIX, TABLE_BITS, HIST_BITS, ABLATE, N_CTX, N_RUNS, N_MIX, N_APM,
  N_IN) = range(len(SCALARS))
 #: The model state is one int64 array ``st``: the scalars above, then one field per job, each at the
 #: offset :func:`_layout` computes from its size (n contexts: at most N_HASHED).  One array, not a
@@ -90,7 +93,7 @@ SCALARS = ("c0 hist4 hist8 pos bit word prev_word p_mix table_bits hist_bits abl
 #: model ran 2.5 times slower), and one array lets the kernels' loads and stores be told apart.
 STATE_FIELDS = (("scalars", len(SCALARS)), ("kinds", N_HASHED), ("hashes", N_HASHED), ("buckets", N_HASHED),
                 ("state_slots", N_HASHED), ("slots", 2 + N_HASHED), ("match", match.STATE_SIZE),
-                ("mixers", mixer.STATE_SIZE), ("apms", sse.STATE_SIZE))
+                ("mixers", mixer.STATE_SIZE), ("apms", sse.STATE_SIZE), ("text", text.TEXT_SIZE))
 
 
 def _layout(fields) -> dict:
@@ -105,7 +108,7 @@ def _layout(fields) -> dict:
 
 _AT = _layout(STATE_FIELDS)
 KINDS, HASHES, BUCKETS, STATE_SLOTS, SLOTS = (_AT[k] for k in ("kinds", "hashes", "buckets", "state_slots", "slots"))
-MATCH, MIXERS, APMS, STATE_SIZE = _AT["match"], _AT["mixers"], _AT["apms"], _AT["size"]
+MATCH, MIXERS, APMS, TEXT, STATE_SIZE = _AT["match"], _AT["mixers"], _AT["apms"], _AT["text"], _AT["size"]
 
 
 @kernel(inline=True)
@@ -147,19 +150,21 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs):
             if (ablate >> k) & 1:
                 inputs[k] = 0
 
-    mixer_select(st, MIXERS, n_in, match_state(st, MATCH), c0, c1, (st[HIST4] >> 6) & 0x300, known, bit)
+    mixer_select(st, MIXERS, n_in, n_ctx, st[N_MIX], match_state(st, MATCH), match_expected(st, MATCH, hist, st[HIST_BITS]),
+                 st[MATCH + match.LEN], c0, c1, (st[HIST4] >> 6) & 0x300, known, bit, st[TEXT + text.MARKUP])
     final = final_set(n_ctx, n_in, c0)
     p_mix = mixer_predict(weights, inputs, n_in, st, MIXERS, st[N_MIX], final, lut)
     st[P_MIX] = p_mix
     n_apm = st[N_APM]
-    p_apm = apm_predict(apm, st, APMS, n_apm, p_mix, c0, c1, st[HIST4], lut)
+    expected = match_expected(st, MATCH, hist, st[HIST_BITS]) if match_state(st, MATCH) > 0 else np.int64(-1)
+    p_apm = apm_predict(apm, st, APMS, n_apm, p_mix, c0, c1, st[HIST4], expected, lut)
     if (ablate >> APM_OFF) & 1:
         return binary_frequency(p_mix)
     return binary_frequency((2 * p_mix + (14 * p_apm) // n_apm) >> 4)
 
 
 @kernel(inline=True)
-def _end_of_byte(st, hist, mtable, byte):
+def _end_of_byte(st, hist, mtable, aux, byte):
     """Advance the byte contexts, the history and the match model after a whole byte."""
     hist_bits = st[HIST_BITS]
     hist_mask = (np.int64(1) << hist_bits) - 1
@@ -171,19 +176,14 @@ def _end_of_byte(st, hist, mtable, byte):
     st[HIST4] = ((st[HIST4] << 8) | byte) & 0xFFFFFFFF
     c4 = st[HIST4]
     c8 = st[HIST8]
-    letter = byte | 32
-    if 97 <= letter <= 122:
-        st[WORD] = mix_hash(st[WORD], letter)
-    elif st[WORD] != 0:
-        st[PREV_WORD] = st[WORD]
-        st[WORD] = 0
+    text.text_update(st, TEXT, aux, pos, byte, (c4 >> 8) & 0xFF, (c4 >> 16) & 0xFF)
     for k in range(st[N_CTX]):
-        st[HASHES + k] = context_hash(st[KINDS + k], c4, c8, st[WORD], st[PREV_WORD])
+        st[HASHES + k] = context_hash(st[KINDS + k], c4, c8, st, TEXT, aux, hist, hist_mask, pos)
     match_update(st, MATCH, hist, mtable, hist_bits, pos, byte, order6_hash(c4, c8))
 
 
 @kernel(inline=True)
-def _update(st, counters, states, weights, apm, hist, mtable, lut, inputs, bit):
+def _update(st, counters, states, weights, apm, hist, mtable, aux, lut, inputs, bit):
     """Learn from the coded bit; advance to the next bit."""
     n_ctx = st[N_CTX]
     train(counters, st[SLOTS + 0], bit, LIMIT_ORDER0, lut)
@@ -202,7 +202,7 @@ def _update(st, counters, states, weights, apm, hist, mtable, lut, inputs, bit):
     c0 = st[C0] * 2 + bit
     st[BIT] += 1
     if c0 >= 256:
-        _end_of_byte(st, hist, mtable, c0 & 0xFF)
+        _end_of_byte(st, hist, mtable, aux, c0 & 0xFF)
         c0 = 1
         st[BIT] = 0
     st[C0] = c0
@@ -220,7 +220,7 @@ def run_range(mode, data, coded, rc, st, tb, trace, start, end):
     mixer's (before the APMs).  ``st``: the state array; ``tb``: the :data:`Tables`.
     """
     tracing = trace.shape[0] > 0
-    counters, states, weights, apm, hist, mtable, lut, inputs = tb
+    counters, states, weights, apm, hist, mtable, aux, lut, inputs = tb
     for i in range(start, end):
         byte = np.int64(data[i]) if mode != DECODE else np.int64(0)
         for j in range(8):
@@ -235,12 +235,13 @@ def run_range(mode, data, coded, rc, st, tb, trace, start, end):
                 p_mix = st[P_MIX]
                 trace[8 * i + j, 0] = p if bit else 65536 - p
                 trace[8 * i + j, 1] = p_mix if bit else 65536 - p_mix
-            _update(st, counters, states, weights, apm, hist, mtable, lut, inputs, bit)
+            _update(st, counters, states, weights, apm, hist, mtable, aux, lut, inputs, bit)
         if mode == DECODE:
             data[i] = st[HIST4] & 0xFF
 
 
-RECORD_V2 = b"\x00\x01"  # a record with a component list starts so (a first record's table_bits is >= 12)
+RECORD_LIST = b"\x00\x01"  # a record with a component list starts so (a first record's table_bits is >= 12)
+RECORD_MASK = b"\x00\x02"  # and one with a component set
 
 
 @dataclass(frozen=True)
@@ -249,23 +250,32 @@ class Config:
 
     ``table_bits``: log2 of the bytes of bit-history states per hashed context.
     ``hist_bits``: log2 of the match model's history bytes (its hash table has 2**(hist_bits-2)
-    int32 entries).  ``contexts``: how many hashed contexts.  ``mixers``: how many mixers (1..3;
-    with one, no final mixer).  ``apms``: how many APMs (1..2).  ``kinds``: the component list, the
-    context kinds of :mod:`.bit.contexts` in order; None for the first records, which list no
+    int32 entries).  ``contexts``: how many hashed contexts.  ``mixers``: how many mixers (1..5,
+    the first of :mod:`.bit.mixer`'s list; with one, no final mixer).  ``apms``: how many APMs (1..4,
+    the first of :mod:`.bit.sse`'s list).  ``kinds``: the component set, the context kinds of
+    :mod:`.bit.contexts` (kept in id order); None for the first records, which list no
     components and mean the first ``contexts`` kinds in id order (with the run quirk described in the
     module docstring).
 
     Records: the first format is 5 bytes ``table_bits, hist_bits, contexts, mixers, apms``; a record
-    with a component list is ``00 01 table_bits hist_bits mixers apms n kind_0 .. kind_n-1``.  A
-    stream record is accepted only within the sizes the presets write (:mod:`.presets`).
+    with a component list is ``00 01 table_bits hist_bits mixers apms n kind_0 .. kind_n-1`` (read,
+    no longer written); the one written for a component list is the set, ``00 02 table_bits hist_bits
+    mixers apms`` and a 32-bit little-endian mask with bit ``kind`` set for each kind used (in id
+    order: the model's output does not depend on the order of its contexts, since each owns its own
+    tables and the mixers' integer sums do not depend on the order of their terms).  A stream record
+    is accepted only within the sizes the presets write (:mod:`.presets`).
     """
 
     table_bits: int = 22
     hist_bits: int = 24
     contexts: int = N_HASHED
-    mixers: int = N_MIXERS
+    mixers: int = 3
     apms: int = 2
     kinds: tuple | None = None
+
+    def __post_init__(self):
+        if self.kinds is not None:  # a set of kinds, kept in id order (see Records)
+            object.__setattr__(self, "kinds", tuple(sorted(self.kinds)))
 
     @property
     def context_kinds(self) -> tuple:
@@ -273,7 +283,7 @@ class Config:
 
     @property
     def run_inputs(self) -> int:
-        return min(self.contexts, N_HASHED - 1) if self.kinds is None else self.contexts
+        return min(self.contexts, FIRST_RECORD_RUNS) if self.kinds is None else self.contexts
 
     @property
     def inputs(self) -> int:
@@ -283,34 +293,43 @@ class Config:
     def to_bytes(self) -> bytes:
         if self.kinds is None:
             return bytes([self.table_bits, self.hist_bits, self.contexts, self.mixers, self.apms])
-        return RECORD_V2 + bytes([self.table_bits, self.hist_bits, self.mixers, self.apms, len(self.kinds),
-                                  *self.kinds])
+        mask = sum(1 << kind for kind in self.kinds)
+        return RECORD_MASK + bytes([self.table_bits, self.hist_bits, self.mixers, self.apms]) + mask.to_bytes(4, "little")
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> "Config":
         raw = bytes(raw)
-        if raw[:2] == RECORD_V2 and len(raw) >= 7:
-            kinds = tuple(raw[7:])
-            if raw[6] != len(kinds):
-                raise ValueError("cm component list has the wrong length")
+        if raw[:2] in (RECORD_LIST, RECORD_MASK):
+            if raw[:2] == RECORD_LIST and len(raw) >= 7:
+                kinds = tuple(raw[7:])
+                if raw[6] != len(kinds):
+                    raise ValueError("cm component list has the wrong length")
+            elif raw[:2] == RECORD_MASK and len(raw) == 10:
+                mask = int.from_bytes(raw[6:], "little")
+                kinds = tuple(kind for kind in range(32) if (mask >> kind) & 1)
+            else:
+                raise ValueError("cm model record has the wrong length")
             config = cls(raw[2], raw[3], len(kinds), raw[4], raw[5], kinds)
             if len(set(kinds)) != len(kinds) or any(k >= N_HASHED for k in kinds):
-                raise ValueError(f"cm component list invalid (unknown or repeated context): {kinds}")
+                raise ValueError(f"cm component list invalid (unknown or repeated context): {kinds}; a context "
+                                 f"this build does not know needs a newer statemix")
         elif len(raw) == 5:
             config = cls(*raw)
+            if config.contexts > FIRST_RECORD_KINDS:
+                raise ValueError(f"cm first record with more than {FIRST_RECORD_KINDS} contexts: {config}")
         else:
             raise ValueError("cm model configuration must be 5 bytes or a component list")
         if not (presets.CM_MIN_TABLE_BITS <= config.table_bits <= presets.CM_MAX_TABLE_BITS
                 and presets.CM_MIN_HIST_BITS <= config.hist_bits <= presets.CM_MAX_HIST_BITS
-                and 1 <= config.contexts <= N_HASHED and 1 <= config.mixers <= N_MIXERS and 1 <= config.apms <= 2):
+                and 1 <= config.contexts <= N_HASHED and 1 <= config.mixers <= N_MIXERS and 1 <= config.apms <= sse.N_APMS):
             raise ValueError(f"cm model configuration out of range: {config}")
         return config
 
     def memory_bytes(self) -> int:
         """Upper bound of the model's memory, in bytes."""
         counters = STATE_MAP_BASE + self.contexts * 256
-        words = counters + sse.ROWS * sse.BUCKETS + mixer.sets(self.contexts) * self.inputs + 256 * N_MIXERS
-        return 4 * words + (self.contexts << self.table_bits) + (1 << self.hist_bits) + 4 * (1 << (self.hist_bits - 2))
+        words = counters + sse.rows(self.apms) * sse.BUCKETS + mixer.sets(self.contexts) * self.inputs + 256 * N_MIXERS
+        return 4 * (words + text.AUX_SIZE) + (self.contexts << self.table_bits) + (1 << self.hist_bits) + 4 * (1 << (self.hist_bits - 2))
 
     def components(self) -> list[str]:
         """The names of the components this configuration has (see :meth:`Model.ablated`)."""
@@ -363,10 +382,11 @@ class Model:
         self.counters = np.full(STATE_MAP_BASE + config.contexts * 256, COUNTER_INIT, dtype=np.uint32)
         self.counters[STATE_MAP_BASE:] = np.tile(self.lut[LUT_INITIAL : LUT_INITIAL + 256], config.contexts)
         self.states = np.zeros(config.contexts << config.table_bits, dtype=np.uint8)
-        self.weights = mixer.initial_weights(mixer.sets(config.contexts), config.inputs)
-        self.apm = sse.initial_apm(self.lut)
+        self.weights = mixer.initial_weights(mixer.sets(config.contexts), config.inputs, config.mixers)
+        self.apm = sse.initial_apm(self.lut, config.apms)
         self.hist = np.zeros(1 << config.hist_bits, dtype=np.uint8)
         self.mtable = np.zeros(1 << (config.hist_bits - 2), dtype=np.int32)
+        self.aux = text.new_aux()
         self.rc = new_coder_state()
         self.inputs = np.zeros(config.inputs, dtype=np.int64)
         self._sink = None  # the trace hook (see statemix.models.protocol)
@@ -397,8 +417,8 @@ class Model:
         elif mode == DECODE:
             dec_init(self.rc, coded)
         n = data.shape[0]
-        tables = Tables(self.counters, self.states, self.weights, self.apm, self.hist, self.mtable, self.lut,
-                        self.inputs)
+        tables = Tables(self.counters, self.states, self.weights, self.apm, self.hist, self.mtable, self.aux,
+                        self.lut, self.inputs)
         for start in range(0, n, STEP_BYTES):
             end = min(n, start + STEP_BYTES)
             run_range(mode, data, coded, self.rc, self.state, tables, trace, start, end)

@@ -2,19 +2,30 @@
 
 Each context kind is an id with a name and a hash of the byte history, computed once per byte by
 :func:`context_hash` (``c4`` = the last 4 bytes, ``c8`` = the 4 before them, most recent byte in the
-low bits; words are runs of letters, case-folded, hashed as they grow)::
+low bits, ``c1`` = the last byte; words and the other text state: :mod:`.text`)::
 
-    id  name              hashed bytes                        salt
-    0   order 2           c4 & 0xFFFF                         2
-    1   order 3           c4 & 0xFFFFFF                       3
-    2   order 4           c4                                  4
-    3   order 6           c4, c8 & 0xFFFF                     6   (also the match model's key)
-    4   word              the current word                    9
-    5   order 5           c4, c8 & 0xFF                       5
-    6   word pair         the word and the previous word      10 (previous word salted 11)
-    7   sparse            c4 & 0xFFFF00 (bytes 2 and 3 back)  12
-    8   order 8           c4, c8                              8
-    9   order 1 history   c4 & 0xFF                           1
+    id  name              hashed                                          salt
+    0   order 2           c4 & 0xFFFF                                     2
+    1   order 3           c4 & 0xFFFFFF                                   3
+    2   order 4           c4                                              4
+    3   order 6           c4, c8 & 0xFFFF                                 6   (also the match model's key)
+    4   word              the current word                                9
+    5   order 5           c4, c8 & 0xFF                                   5
+    6   word pair         the word and the previous word                  10 (previous word salted 11)
+    7   sparse            c4 & 0xFFFF00 (bytes 2 and 3 back)              12
+    8   order 8           c4, c8                                          8
+    9   order 1 history   c4 & 0xFF                                       1
+    10  word trio         the word and the two before it                  13
+    11  skip word         the word and the one two back                   14
+    12  above             the byte above (previous line, same column), c1 15
+    13  column            the byte above and the column (capped at 255)   16
+    14  indirect 1        c1 and the two bytes that followed c1 before    17
+    15  indirect 2        c2 c1 and the two bytes that followed them      18
+    16  markup            the markup state and c1                         19
+    17  classes           the classes of the last 8 bytes                 20
+    18  word and classes  the current word and the last 2 bytes' classes  21
+    19  sparse 2          c4 & 0xFF00FF (bytes 1 and 3 back)              22
+    20  line start        the first 2 bytes of the line and the column    23
 
 A model's component list names the kinds it uses, in order; the k-th listed context owns region k
 of the bit-history table (``2**table_bits`` bytes each) and state map k.  At each nibble boundary the
@@ -23,9 +34,9 @@ an 8-bit check, bytes 1..15 the bit-history states of the nibble's partial bits.
 neighbouring buckets the one whose check matches is used; otherwise the one whose first state has
 seen fewer bits is cleared and taken.
 
-Adding a context: a new id and name here and its branch in :func:`context_hash`, then its name in a
-preset's component list (:mod:`statemix.models.presets`); records that do not list it mean what
-they meant before.
+Adding a context: a new id and name here and its branch in :func:`context_hash` (with any new byte
+state in :mod:`.text`), then its name in a preset's component list (:mod:`statemix.models.presets`);
+records that do not list it mean what they meant before.
 """
 
 from __future__ import annotations
@@ -33,50 +44,73 @@ from __future__ import annotations
 import numpy as np
 
 from ..._jit import kernel
+from . import text
+from .hashing import mix_hash, order6_hash
 from .tables import LUT_SEEN
 
 #: context kind id -> name, in id order (the order of the first records: see cm.Config)
 NAMES = ("order 2", "order 3", "order 4", "order 6", "word", "order 5", "word pair", "sparse", "order 8",
-         "order 1 history")
+         "order 1 history", "word trio", "skip word", "above", "column", "indirect 1", "indirect 2", "markup",
+         "classes", "word and classes", "sparse 2", "line start")
 IDS = {name: kind for kind, name in enumerate(NAMES)}
 
 
-@kernel
-def mix_hash(x, salt):
-    """A 64-bit mix of ``x + salt`` (three multiply-xorshift rounds, wrapping int64)."""
-    x = (x + salt) * np.int64(-7046029254386353131)
-    x = (x ^ (x >> 29)) * np.int64(-4658895280553007687)
-    x = (x ^ (x >> 32)) * np.int64(-7723592293110705685)
-    return x ^ (x >> 29)
-
-
-@kernel
-def order6_hash(c4, c8):
-    return mix_hash(c4 | ((c8 & 0xFFFF) << 32), 6 << 40)
-
-
 @kernel(inline=True)
-def context_hash(kind, c4, c8, word, prev_word):
-    """The hash of context ``kind`` after a byte (see the table in the module docstring)."""
-    if kind == 0:
-        return mix_hash(c4 & 0xFFFF, 2 << 40)
-    if kind == 1:
-        return mix_hash(c4 & 0xFFFFFF, 3 << 40)
-    if kind == 2:
-        return mix_hash(c4, 4 << 40)
-    if kind == 3:
-        return order6_hash(c4, c8)
-    if kind == 4:
-        return mix_hash(word, 9 << 40)
-    if kind == 5:
-        return mix_hash(c4 | ((c8 & 0xFF) << 32), 5 << 40)
-    if kind == 6:
-        return mix_hash(word + mix_hash(prev_word, 11 << 40), 10 << 40)
-    if kind == 7:
-        return mix_hash(c4 & 0xFFFF00, 12 << 40)
-    if kind == 8:
-        return mix_hash(c4 | (c8 << 32), 8 << 40)
-    return mix_hash(c4 & 0xFF, 1 << 40)
+def context_hash(kind, c4, c8, st, t0, aux, hist, hist_mask, pos):
+    """The hash of context ``kind`` after a byte (see the table in the module docstring).
+
+    ``st[t0:]``, ``aux``: the text state (:mod:`.text`); ``hist``, ``hist_mask``, ``pos``: the
+    history ring and the position of the next byte.
+    """
+    if kind < 10:
+        if kind == 0:
+            return mix_hash(c4 & 0xFFFF, 2 << 40)
+        if kind == 1:
+            return mix_hash(c4 & 0xFFFFFF, 3 << 40)
+        if kind == 2:
+            return mix_hash(c4, 4 << 40)
+        if kind == 3:
+            return order6_hash(c4, c8)
+        if kind == 4:
+            return mix_hash(st[t0 + text.WORD0], 9 << 40)
+        if kind == 5:
+            return mix_hash(c4 | ((c8 & 0xFF) << 32), 5 << 40)
+        if kind == 6:
+            return mix_hash(st[t0 + text.WORD0] + mix_hash(st[t0 + text.WORD1], 11 << 40), 10 << 40)
+        if kind == 7:
+            return mix_hash(c4 & 0xFFFF00, 12 << 40)
+        if kind == 8:
+            return mix_hash(c4 | (c8 << 32), 8 << 40)
+        return mix_hash(c4 & 0xFF, 1 << 40)
+    c1 = c4 & 0xFF
+    if kind == 10:
+        return mix_hash(st[t0 + text.WORD0] + mix_hash(st[t0 + text.WORD1] + mix_hash(st[t0 + text.WORD2], 11 << 40),
+                                                        11 << 40), 13 << 40)
+    if kind == 11:
+        return mix_hash(st[t0 + text.WORD0] + mix_hash(st[t0 + text.WORD2], 11 << 40), 14 << 40)
+    if kind == 12 or kind == 13 or kind == 20:
+        line = st[t0 + text.LINE]
+        column = pos - line
+        above_at = st[t0 + text.ABOVE] + column
+        above = np.int64(hist[above_at & hist_mask]) if above_at < line else np.int64(0)
+        if kind == 12:
+            return mix_hash((above << 8) | c1, 15 << 40)
+        if kind == 13:
+            return mix_hash((above << 8) | min(column, 255), 16 << 40)
+        first = (np.int64(hist[line & hist_mask]) << 8) | np.int64(hist[(line + 1) & hist_mask]) if column > 2 else 0
+        return mix_hash((first << 16) | (min(column, 255) << 8) | c1, 23 << 40)
+    if kind == 14:
+        return mix_hash((np.int64(aux[c1]) << 8) | c1, 17 << 40)
+    if kind == 15:
+        pair = c4 & 0xFFFF
+        return mix_hash((np.int64(aux[256 + pair]) << 16) | pair, 18 << 40)
+    if kind == 16:
+        return mix_hash((st[t0 + text.MARKUP] << 8) | c1, 19 << 40)
+    if kind == 17:
+        return mix_hash(st[t0 + text.CLASSES], 20 << 40)
+    if kind == 18:
+        return mix_hash(st[t0 + text.WORD0] + (st[t0 + text.CLASSES] & 63), 21 << 40)
+    return mix_hash(c4 & 0xFF00FF, 22 << 40)
 
 
 @kernel(inline=True)

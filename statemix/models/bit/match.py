@@ -54,6 +54,12 @@ def match_state(st, m0):
 
 
 @kernel(inline=True)
+def match_expected(st, m0, hist, hist_bits):
+    """The byte the match model expects next (meaningful while it predicts: see match_state)."""
+    return np.int64(hist[st[m0 + PTR] & ((np.int64(1) << hist_bits) - 1)])
+
+
+@kernel(inline=True)
 def match_train(st, m0, counters, bit, lut):
     if st[m0 + SLOT] >= 0:
         train(counters, st[m0 + SLOT], bit, LIMIT, lut)

@@ -1,12 +1,21 @@
 """The mixers: weighted sums of the inputs in the logit domain, trained on their own code length.
 
 Inputs ``x_i`` are stretched probabilities (units of 1/256, range +-2047) plus a bias of 256; the
-vector's width ``n_in`` follows from the model's component list (see cm's input layout).  Up to three
-mixers each pick a weight set (a row of ``n_in`` int32 weights in units of 2**-16) - by (match state,
-``c0``), by (``c1``, top 2 bits of ``c2``), and by (number of hashed contexts with history, bit
-position) - and give ``dot_m = clamp(sum w_i x_i >> 16, +-2047)`` and ``p_m = squash(dot_m)``.  A
-final mixer, one weight set of ``N_MIXERS`` per ``c0`` after the ``SETS`` rows, combines them:
-``p_mix = squash(sum v_m dot_m >> 16)`` (P(1) in units of 2**-16); with one mixer, ``p_mix = p_0``.
+vector's width ``n_in`` follows from the model's component list (see cm's input layout).  The first
+``n_mix`` of these mixers (the record's count) each pick a weight set (a row of ``n_in`` int32
+weights in units of 2**-16) by a small context::
+
+    0  match state (0..2) and c0                                     3 x 256 rows
+    1  c1 and the top 2 bits of c2                                   1024
+    2  number of hashed contexts with history, bit position          (contexts + 1) x 8
+    3  the match model's expected byte and length bucket while it
+       predicts (4 x 256), else c0 (256)                             1280
+    4  markup state (4 bits), class of c1 (3 bits), bit position     1024
+
+and give ``dot_m = clamp(sum w_i x_i >> 16, +-2047)`` and ``p_m = squash(dot_m)``.  A final mixer,
+one weight set of ``N_MIXERS`` per ``c0`` after the rows above (the first ``n_mix`` used, each
+initially ``1 / n_mix``), combines them: ``p_mix = squash(sum v_m dot_m >> 16)`` (P(1) in units of
+2**-16); with one mixer, ``p_mix = p_0``.
 
 State: ``STATE_SIZE`` int64 words of the model's state array ``st`` from ``x0``: each mixer's weight
 row (as the index of its first weight), then each mixer's p, then each mixer's dot.
@@ -24,10 +33,13 @@ import numpy as np
 
 from ..._jit import kernel
 from .tables import squash
+from .text import char_class
 
-N_MIXERS = 3
+N_MIXERS = 5
 MIXER1_SETS = 3 * 256  # first weight set of mixer 1; mixer 0 has (3 match states x c0)
 MIXER2_SETS = MIXER1_SETS + 1024  # mixer 1 has (c1, top 2 bits of c2); mixer 2 (known contexts x bit)
+MIXER3_ROWS = 5 * 256  # mixer 3: (expected byte x 4 length buckets), else c0
+MIXER4_ROWS = 1024  # mixer 4: (markup state, class of c1, bit position)
 FINAL_RATE = 2
 MIXER_RATE = 4  # mixer learning rate (scale: see module docstring)
 MIXER_SKIP = 1024  # mixers skip training when |bit - p| < MIXER_SKIP / 2**16
@@ -36,31 +48,43 @@ WEIGHT_LIMIT = 1 << 24
 STATE_SIZE = 3 * N_MIXERS
 
 
-def sets(max_contexts: int) -> int:
-    """Weight sets (rows) of the three mixers for up to ``max_contexts`` hashed contexts."""
-    return MIXER2_SETS + (max_contexts + 1) * 8
+@kernel(inline=True)
+def sets(max_contexts):
+    """Weight sets (rows) of all the mixers for up to ``max_contexts`` hashed contexts."""
+    return MIXER2_SETS + (max_contexts + 1) * 8 + MIXER3_ROWS + MIXER4_ROWS
 
 
 @kernel(inline=True)
 def final_set(n_ctx, n_in, c0):
     """Index of the final mixer's first weight for ``c0`` (after the rows of :func:`sets`)."""
-    return (MIXER2_SETS + (n_ctx + 1) * 8) * n_in + c0 * N_MIXERS
+    return sets(n_ctx) * n_in + c0 * N_MIXERS
 
 
-def initial_weights(n_sets: int, n_in: int) -> np.ndarray:
-    """Flat int32 weights: every input 1/4 but the bias (the last input) 0; the final mixer 1/3 each."""
+def initial_weights(n_sets: int, n_in: int, n_mix: int) -> np.ndarray:
+    """Flat int32 weights: every input 1/4 but the bias (the last input) 0; the final mixer 1/n_mix each."""
     weights = np.full((n_sets, n_in), (1 << 16) // 4, dtype=np.int32)
     weights[:, -1] = 0  # bias
-    final = np.full(256 * N_MIXERS, (1 << 16) // N_MIXERS, dtype=np.int32)
+    final = np.full(256 * N_MIXERS, (1 << 16) // n_mix, dtype=np.int32)
     return np.concatenate([weights.ravel(), final])
 
 
 @kernel(inline=True)
-def mixer_select(st, x0, n_in, match_state, c0, c1, c2_top, known, bit):
-    """Pick each mixer's weight row (stored as the index of its first weight)."""
+def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c0, c1, c2_top, known, bit, markup):
+    """Pick each mixer's weight row (stored as the index of its first weight).
+
+    ``expected``: the match model's expected byte while it predicts (``match_state`` > 0);
+    ``markup``: the text state's MARKUP word (:mod:`.text`).
+    """
     st[x0 + 0] = (match_state * 256 + c0) * n_in
     st[x0 + 1] = (MIXER1_SETS + c1 + c2_top) * n_in
+    mixer3 = MIXER2_SETS + (n_ctx + 1) * 8
     st[x0 + 2] = (MIXER2_SETS + known * 8 + bit) * n_in
+    if n_mix > 3:
+        length = 0 if match_len < 16 else 1 if match_len < 32 else 2 if match_len < 64 else 3
+        row = length * 256 + expected if match_state > 0 else 1024 + c0
+        st[x0 + 3] = (mixer3 + row) * n_in
+    if n_mix > 4:
+        st[x0 + 4] = (mixer3 + MIXER3_ROWS + ((markup & 15) << 6) + (char_class(c1) << 3) + bit) * n_in
 
 
 @kernel(inline=True)

@@ -1,7 +1,8 @@
 """APMs (secondary estimation): adaptive tables that refine the mixer's probability.
 
-Up to two APMs, keyed by (``c1``, ``c0``) and by a 16-bit hash of (``c2``, ``c1``, ``c0``), each a
-row of 33 buckets (P(1) in units of 2**-16, initially squash of the bucket centre) over
+Up to four APMs (the first ``n_apm``), keyed by (``c1``, ``c0``); by a 16-bit hash of (``c2``,
+``c1``, ``c0``); by (the match model's expected byte, ``c0``) while it predicts, else ``c0`` alone; and
+by a 16-bit hash of (``c3``, ``c2``, ``c1``, ``c0``).  Each selects a row of 33 buckets (P(1) in units of 2**-16, initially squash of the bucket centre) over
 ``stretch(p_mix)``; a prediction interpolates the two buckets around ``stretch(p_mix)`` (weights in
 units of 2**-12) and the bucket nearer to it learns: ``a += (y * 2**16 - a) >> APM_RATE``.  The coded
 probability is ``(2 p_mix + 14 mean(p_apm)) / 16`` (see cm).
@@ -15,26 +16,42 @@ from ..._jit import kernel
 from .tables import stretch
 
 APM_RATE = 6  # APM update: moves 2**-APM_RATE of the way to the target
-ROWS = 2 * 65536  # 65,536 rows per APM
 BUCKETS = 33
-STATE_SIZE = 2  # per APM: the bucket it trains this bit, in the state array from a0
+N_APMS = 4
+STATE_SIZE = 4  # per APM: the bucket it trains this bit, in the state array from a0
 
 
-def initial_apm(lut: np.ndarray) -> np.ndarray:
+def rows(n_apm: int) -> int:
+    """Rows of ``n_apm`` APMs: 65,536 each, and 256 more for the match APM's rows without a match."""
+    return n_apm * 65536 + (256 if n_apm >= 3 else 0)
+
+
+def initial_apm(lut: np.ndarray, n_apm: int) -> np.ndarray:
     bucket_centres = np.minimum((np.arange(BUCKETS) - 16) * 128, 2047)  # stretch units
-    return np.tile(lut[4096 + 2048 + bucket_centres], ROWS).astype(np.int32)
+    return np.tile(lut[4096 + 2048 + bucket_centres], rows(n_apm)).astype(np.int32)
 
 
 @kernel(inline=True)
-def apm_predict(apm, st, a0, n_apm, p_mix, c0, c1, hist4, lut):
-    """Return the sum of the APMs' probabilities; remember the bucket each one trains."""
+def apm_predict(apm, st, a0, n_apm, p_mix, c0, c1, hist4, expected, lut):
+    """Return the sum of the APMs' probabilities; remember the bucket each one trains.
+
+    ``expected``: the match model's expected byte while it predicts, else -1.
+    """
     position = (stretch(lut, p_mix) + 2048) * 32
     low = position >> 12
     weight = position & 4095
     order2 = ((((hist4 & 0xFFFF) << 8) | c0) * np.int64(0x9E3779B1) >> 20) & 0xFFFF
     p_apm = np.int64(0)
     for a in range(n_apm):
-        row = ((c1 << 8) + c0 if a == 0 else 65536 + order2) * BUCKETS + low
+        if a == 0:
+            key = (c1 << 8) + c0
+        elif a == 1:
+            key = 65536 + order2
+        elif a == 2:
+            key = 2 * 65536 + ((expected << 8) + c0 if expected >= 0 else 65536 + c0)
+        else:
+            key = 3 * 65536 + 256 + (((((hist4 & 0xFFFFFF) << 8) | c0) * np.int64(0x9E3779B1) >> 20) & 0xFFFF)
+        row = key * BUCKETS + low
         p_apm += (np.int64(apm[row]) * (4096 - weight) + np.int64(apm[row + 1]) * weight) >> 12
         st[a0 + a] = row + (weight >> 11)
     return p_apm
