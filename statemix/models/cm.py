@@ -91,7 +91,7 @@ SCALARS = ("c0 hist4 hist8 pos bit p_mix table_bits hist_bits ablate n_ctx n_run
 #: offset :func:`_layout` computes from its size (n contexts: at most N_HASHED).  One array, not a
 #: named tuple of arrays: a named tuple's fields cost atomic reference counts per bit (measured: the
 #: model ran 2.5 times slower), and one array lets the kernels' loads and stores be told apart.
-STATE_FIELDS = (("scalars", len(SCALARS)), ("kinds", N_HASHED), ("hashes", N_HASHED), ("buckets", N_HASHED),
+STATE_FIELDS = (("scalars", len(SCALARS)), ("kinds", N_HASHED), ("orders", N_HASHED), ("hashes", N_HASHED), ("buckets", N_HASHED),
                 ("state_slots", N_HASHED), ("slots", 2 + N_HASHED), ("match", match.STATE_SIZE),
                 ("mixers", mixer.STATE_SIZE), ("apms", sse.STATE_SIZE), ("text", text.TEXT_SIZE))
 
@@ -107,7 +107,8 @@ def _layout(fields) -> dict:
 
 
 _AT = _layout(STATE_FIELDS)
-KINDS, HASHES, BUCKETS, STATE_SLOTS, SLOTS = (_AT[k] for k in ("kinds", "hashes", "buckets", "state_slots", "slots"))
+KINDS, ORDERS, HASHES, BUCKETS, STATE_SLOTS, SLOTS = (_AT[k] for k in ("kinds", "orders", "hashes", "buckets",
+                                                                        "state_slots", "slots"))
 MATCH, MIXERS, APMS, TEXT, STATE_SIZE = _AT["match"], _AT["mixers"], _AT["apms"], _AT["text"], _AT["size"]
 
 
@@ -130,7 +131,8 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs):
     st[SLOTS + 1] = ORDER1_BASE + (c1 << 8) + c0
     run = 3 + n_ctx  # first run input
     n_runs = st[N_RUNS]
-    known = 0  # hashed contexts seen before: a stand-in for the longest matching order
+    known = 0  # hashed contexts seen before
+    order = 0  # the longest order among them
     for k in range(n_ctx):
         slot = st[BUCKETS + k] + nibble
         state = np.int64(states[slot])
@@ -140,6 +142,7 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs):
             inputs[run + k] = lut[LUT_RUN + state]
         if state != 0:
             known += 1
+            order = max(order, st[ORDERS + k])
     for k in range(2 + n_ctx):
         inputs[k] = lut[np.int64(counters[st[SLOTS + k]]) >> 20]
     inputs[2 + n_ctx] = match_predict(st, MATCH, hist, st[HIST_BITS], counters, MATCH_SM_BASE, lut, c0, bit)
@@ -151,7 +154,7 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs):
                 inputs[k] = 0
 
     mixer_select(st, MIXERS, n_in, n_ctx, st[N_MIX], match_state(st, MATCH), match_expected(st, MATCH, hist, st[HIST_BITS]),
-                 st[MATCH + match.LEN], c0, c1, (st[HIST4] >> 6) & 0x300, known, bit, st[TEXT + text.MARKUP])
+                 st[MATCH + match.LEN], c0, c1, (st[HIST4] >> 8) & 0xFF, known, order, bit, st[TEXT + text.MARKUP])
     final = final_set(n_ctx, n_in, c0)
     p_mix = mixer_predict(weights, inputs, n_in, st, MIXERS, st[N_MIX], final, lut)
     st[P_MIX] = p_mix
@@ -368,6 +371,7 @@ def new_state(config: Config) -> np.ndarray:
     st[N_CTX], st[N_RUNS], st[N_MIX], st[N_APM], st[N_IN] = (config.contexts, config.run_inputs, config.mixers,
                                                              config.apms, config.inputs)
     st[KINDS:KINDS + config.contexts] = config.context_kinds
+    st[ORDERS:ORDERS + config.contexts] = [contexts.ORDERS[kind] for kind in config.context_kinds]
     return st
 
 

@@ -34,8 +34,8 @@ CM_FIELDS = ("table_bits", "hist_bits", "contexts", "mixers", "apms")
 TEXT_KINDS = tuple(sorted((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 14, 18, 11, 15)))
 CM_LEVELS = {
     1: dict(table_bits=20, hist_bits=22, contexts=5, mixers=1, apms=1),
-    2: dict(table_bits=24, hist_bits=24, contexts=16, mixers=5, apms=4, kinds=TEXT_KINDS),
-    3: dict(table_bits=25, hist_bits=26, contexts=16, mixers=5, apms=4, kinds=TEXT_KINDS),
+    2: dict(table_bits=24, hist_bits=24, contexts=16, mixers=7, apms=4, kinds=TEXT_KINDS),
+    3: dict(table_bits=25, hist_bits=26, contexts=16, mixers=7, apms=4, kinds=TEXT_KINDS),
 }
 #: Largest sizes any cm preset writes: a record asking for more is corrupt (and could not be
 #: allocated on an ordinary machine: 2**26 * 10 bytes of tables alone is 640 MiB).

@@ -53,6 +53,9 @@ NAMES = ("order 2", "order 3", "order 4", "order 6", "word", "order 5", "word pa
          "order 1 history", "word trio", "skip word", "above", "column", "indirect 1", "indirect 2", "markup",
          "classes", "word and classes", "sparse 2", "line start")
 IDS = {name: kind for kind, name in enumerate(NAMES)}
+#: each kind's order, the bytes before the current one it spans, where it is one (else 0): the longest
+#: of them with history selects mixer weights (:mod:`.mixer`)
+ORDERS = (2, 3, 4, 6, 0, 5, 0, 0, 8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
 
 
 @kernel(inline=True)

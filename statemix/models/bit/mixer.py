@@ -11,6 +11,9 @@ weights in units of 2**-16) by a small context::
     3  the match model's expected byte and length bucket while it
        predicts (4 x 256), else c0 (256)                             1280
     4  markup state (4 bits), class of c1 (3 bits), bit position     1024
+    5  a 16-bit hash of (c2, c1, bit position)                       65536
+    6  the longest order with history (0..8, see .contexts.ORDERS),
+       bit position, match state                                     9 x 8 x 4
 
 and give ``dot_m = clamp(sum w_i x_i >> 16, +-2047)`` and ``p_m = squash(dot_m)``.  A final mixer,
 one weight set of ``N_MIXERS`` per ``c0`` after the rows above (the first ``n_mix`` used, each
@@ -35,11 +38,13 @@ from ..._jit import kernel
 from .tables import squash
 from .text import char_class
 
-N_MIXERS = 5
+N_MIXERS = 7
 MIXER1_SETS = 3 * 256  # first weight set of mixer 1; mixer 0 has (3 match states x c0)
 MIXER2_SETS = MIXER1_SETS + 1024  # mixer 1 has (c1, top 2 bits of c2); mixer 2 (known contexts x bit)
 MIXER3_ROWS = 5 * 256  # mixer 3: (expected byte x 4 length buckets), else c0
 MIXER4_ROWS = 1024  # mixer 4: (markup state, class of c1, bit position)
+MIXER5_ROWS = 65536  # mixer 5: hash of (c2, c1, bit position)
+MIXER6_ROWS = 9 * 8 * 4  # mixer 6: (longest order, bit position, match state)
 FINAL_RATE = 2
 MIXER_RATE = 4  # mixer learning rate (scale: see module docstring)
 MIXER_SKIP = 1024  # mixers skip training when |bit - p| < MIXER_SKIP / 2**16
@@ -51,7 +56,7 @@ STATE_SIZE = 3 * N_MIXERS
 @kernel(inline=True)
 def sets(max_contexts):
     """Weight sets (rows) of all the mixers for up to ``max_contexts`` hashed contexts."""
-    return MIXER2_SETS + (max_contexts + 1) * 8 + MIXER3_ROWS + MIXER4_ROWS
+    return MIXER2_SETS + (max_contexts + 1) * 8 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS
 
 
 @kernel(inline=True)
@@ -69,14 +74,15 @@ def initial_weights(n_sets: int, n_in: int, n_mix: int) -> np.ndarray:
 
 
 @kernel(inline=True)
-def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c0, c1, c2_top, known, bit, markup):
+def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c0, c1, c2, known, order, bit, markup):
     """Pick each mixer's weight row (stored as the index of its first weight).
 
     ``expected``: the match model's expected byte while it predicts (``match_state`` > 0);
-    ``markup``: the text state's MARKUP word (:mod:`.text`).
+    ``markup``: the text state's MARKUP word (:mod:`.text`); ``known``: how many hashed contexts
+    have history, ``order``: the longest order among them.
     """
     st[x0 + 0] = (match_state * 256 + c0) * n_in
-    st[x0 + 1] = (MIXER1_SETS + c1 + c2_top) * n_in
+    st[x0 + 1] = (MIXER1_SETS + c1 + ((c2 << 2) & 0x300)) * n_in
     mixer3 = MIXER2_SETS + (n_ctx + 1) * 8
     st[x0 + 2] = (MIXER2_SETS + known * 8 + bit) * n_in
     if n_mix > 3:
@@ -85,6 +91,12 @@ def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c
         st[x0 + 3] = (mixer3 + row) * n_in
     if n_mix > 4:
         st[x0 + 4] = (mixer3 + MIXER3_ROWS + ((markup & 15) << 6) + (char_class(c1) << 3) + bit) * n_in
+    if n_mix > 5:
+        order2 = (((((c2 << 8) | c1) << 3) | bit) * np.int64(2654435761) >> 8) & 65535
+        st[x0 + 5] = (mixer3 + MIXER3_ROWS + MIXER4_ROWS + order2) * n_in
+    if n_mix > 6:
+        row = (order * 8 + bit) * 4 + match_state
+        st[x0 + 6] = (mixer3 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + row) * n_in
 
 
 @kernel(inline=True)
