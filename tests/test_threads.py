@@ -14,7 +14,6 @@ at 2 threads, and these tests fail on that.
 
 from __future__ import annotations
 
-import numba
 import numpy as np
 import pytest
 
@@ -26,6 +25,8 @@ from statemix.models.nn.backward import backward_chunk
 from statemix.models.nn.forward import forward_chunk
 from statemix.models.nn.layout import ADAM_BLOCK, H_CLIP, HEAD_BLOCK
 from statemix.models.nn.train import adam_step
+
+import numba  # after statemix: statemix._jit sets numba's environment (cache directory, no SVML) first
 
 from conftest import config_with
 from determinism_probe import bpe_input, bpe_stream
