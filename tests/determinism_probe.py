@@ -6,6 +6,7 @@ Prints nothing; writes {"hashes": {level: sha256 of stream}, "decoded": {name: s
 
 import hashlib
 import json
+import random
 import sys
 from pathlib import Path
 
@@ -19,16 +20,47 @@ def probe_input() -> bytes:
     return text_sample(20_000, seed=3) + bytes(range(256)) * 4 + text_sample(5_000, seed=4)
 
 
+def bpe_input() -> bytes:
+    """130 pseudo-words of 50-60 random letters, each twice, shuffled (14,532 bytes).
+
+    Every word is a new run of letters, so a BPE vocabulary trained on it is large (4,712 tokens,
+    above ``statemix.models.ssm.PARALLEL_MIN_VOCAB``: the ssm kernels then run on every thread),
+    while the text is few tokens (464), so the ssm bpe preset codes it in about a second.
+    """
+    rng = random.Random(18)
+    words = ["".join(rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(rng.randint(50, 60)))
+             for _ in range(130)] * 2
+    rng.shuffle(words)
+    return (" ".join(words) + "\n").encode()
+
+
+def bpe_stream(data: bytes) -> bytes:
+    """``data`` as one modelled block of the ssm preset "bpe".
+
+    No ``--level`` selects that preset, so the stream is made by hand from the format's parts, as the
+    codec writes them: the header naming the preset's record, the model's code word, the trailer.
+    """
+    from statemix import container
+    from statemix.models import ModelSpec, build_model, ssm
+
+    spec = ModelSpec(ssm.MODEL_ID, ssm.PRESETS["bpe"].to_bytes())
+    coded = build_model(spec).encode(data, 2 * len(data))
+    return (container.write_header(spec) + container.write_block(container.MODELLED, data, coded)
+            + container.write_trailer(len(data), container.crc32(data)))
+
+
 def probe_originals() -> dict[str, bytes]:
     """The data behind each pinned stream."""
     data = probe_input()
-    return {"oneshot-2": data, "stream-1": data, "stream-3": data, "ssm": data[:3000], "ssm-1": data}
+    return {"oneshot-2": data, "stream-1": data, "stream-3": data, "ssm": data[:3000], "ssm-1": data,
+            "ssm-bpe": bpe_input()}
 
 
 def probe_streams() -> dict[str, bytes]:
-    """The streams whose hashes are pinned: one-shot (tables sized to the input), streaming, and the
-    float32 ssm model (whose kernels run in parallel) with its count models, and its count models alone
-    (level 1)."""
+    """The streams whose hashes are pinned: one-shot (tables sized to the input), streaming, the float32
+    ssm model over bytes with its count models (V = 256: the ssm model runs its kernels on one thread,
+    see ``PARALLEL_MIN_VOCAB``), its count models alone (level 1), and the ssm bpe preset, whose
+    vocabulary is large enough that its kernels run in parallel (``bpe_input``)."""
     originals = probe_originals()
     streams = {"oneshot-2": statemix.compress(originals["oneshot-2"], level=2)}
     for level in (1, 3):
@@ -39,6 +71,7 @@ def probe_streams() -> dict[str, bytes]:
         )
     streams["ssm"] = statemix.compress(originals["ssm"], model="ssm")
     streams["ssm-1"] = statemix.compress(originals["ssm-1"], model="ssm", level=1)
+    streams["ssm-bpe"] = bpe_stream(originals["ssm-bpe"])
     return streams
 
 

@@ -90,3 +90,41 @@ def naive_train(data: bytes, n_merges: int, min_count: int = 2, split_words: boo
                 i += 1
         tokens = out
     return merges
+
+
+def naive_canonical_order(merges: list[tuple[int, int]], counts: list[int], first_id: int) -> list[tuple[int, int]]:
+    """The canonical order of merges given in training order (the docstring of
+    statemix.tokenizer.training.canonical_order, restated).
+
+    Groups: consecutive merges whose counts have the same bit length of count squared (counts within a
+    factor of sqrt(2)).  A group's candidates are the merges moved out of the group before it and its
+    own; a candidate using the token of another candidate of the group moves on to the next group
+    (after the last group, the moved merges form groups of their own until none is left).  The kept
+    candidates, written with the new ids of their operands, are sorted by (left, right) and their
+    tokens take the next new ids in that order.
+    """
+    groups: list[list[int]] = []
+    for r, count in enumerate(counts):
+        key = (count * count).bit_length()
+        if groups and (counts[groups[-1][0]] ** 2).bit_length() == key:
+            groups[-1].append(r)
+        else:
+            groups.append([r])
+    new_id = {}  # token made by merge r (id first_id + r) -> its new id
+
+    def renamed(token: int) -> int:
+        return new_id.get(token, token)
+
+    out: list[tuple[int, int]] = []
+    moved: list[int] = []
+    g = 0
+    while g < len(groups) or moved:
+        candidates = moved + (groups[g] if g < len(groups) else [])
+        g += 1
+        made = {first_id + r for r in candidates}
+        moved = [r for r in candidates if merges[r][0] in made or merges[r][1] in made]
+        kept = sorted((renamed(merges[r][0]), renamed(merges[r][1]), r) for r in candidates if r not in moved)
+        for left, right, r in kept:
+            new_id[first_id + r] = first_id + len(out)
+            out.append((left, right))
+    return out

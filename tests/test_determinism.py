@@ -8,6 +8,7 @@ made under one setting is decoded under every other; all must agree with pinned 
 from __future__ import annotations
 
 import hashlib
+import io
 import json
 import os
 import subprocess
@@ -17,6 +18,7 @@ from pathlib import Path
 import pytest
 
 import statemix
+from statemix.models import ssm
 from determinism_probe import probe_originals, probe_streams
 
 HERE = Path(__file__).resolve().parent
@@ -28,7 +30,10 @@ GOLDEN = {
     "stream-3": "eee027dd48df7d235dbe320573b891f702f0c82e4a4b1d1dc9eb6d6221ce6a45",
     "ssm": "15f4016e298bbfa2a390bf2ddb6c4dc9841bacd06e2b4ed0243cff72b741fdd6",
     "ssm-1": "e958dc21722c836a2eeab4d5d5ab556696c50de121ce35aa2fa0421473113418",
+    "ssm-bpe": "66b6085690e9966b1929c9a8d4aa790e7d1990a93904ada6be13829e6b101225",
 }
+#: length of the stream of the ssm bpe preset (a parallel preset: V = 4,712 tokens)
+BPE_GOLDEN_LENGTH = 6989
 
 VARIANTS = {  # name: (environment, needs its own cache)
     "threads-1": ({"NUMBA_NUM_THREADS": "1"}, False),
@@ -69,6 +74,20 @@ def test_variant_reproduces_and_decodes(tmp_path, streams, variant):
     result = _run_probe(tmp_path, variant, streams)
     assert result["hashes"] == GOLDEN
     assert result["decoded"] == {name: hashlib.sha256(data).hexdigest() for name, data in probe_originals().items()}
+
+
+def test_bpe_golden_pins_a_parallel_preset(streams):
+    """The "ssm-bpe" golden is the bpe preset with a vocabulary large enough that the ssm model runs
+    its kernels on every thread (V >= PARALLEL_MIN_VOCAB): the other ssm goldens are over bytes, which
+    run on one thread, so only this one pins the arithmetic of the parallel path."""
+    stream = bytes.fromhex(streams["ssm-bpe"])
+    assert len(stream) == BPE_GOLDEN_LENGTH
+    (info,) = statemix.read_info(io.BytesIO(stream))
+    assert info.model.describe().startswith("ssm preset bpe (")
+    (block,) = info.blocks
+    assert block.kind == "modelled"
+    vocabulary = ssm.Model(ssm.PRESETS["bpe"]).train_vocabulary(probe_originals()["ssm-bpe"])
+    assert vocabulary.size >= ssm.PARALLEL_MIN_VOCAB
 
 
 def test_threads_option_never_changes_output():

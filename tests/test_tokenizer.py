@@ -18,7 +18,7 @@ from statemix._varint import encode_varint
 from statemix.tokenizer import Vocabulary, decode, encode, train, training
 
 from conftest import ROOT, shared_file, text_sample
-from naive_tokenizer import naive_decode, naive_encode, naive_train
+from naive_tokenizer import naive_canonical_order, naive_decode, naive_encode, naive_train
 
 SETTINGS = settings(deadline=None, max_examples=60,
                     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
@@ -166,7 +166,8 @@ def _token_set(vocab: Vocabulary) -> list[bytes]:
 
 
 def _check_canonical(data: bytes, n_merges: int, min_count: int, split: bool):
-    """The canonical order holds the same tokens, in groups sorted by (left, right)."""
+    """The canonical order holds the same tokens, in groups sorted by (left, right): the order written
+    independently from its definition (naive_canonical_order), and the library's canonical_order."""
     rule = tokenizer.SPLIT_WORDS if split else tokenizer.SPLIT_NONE
     plain = train(data, n_merges, min_count=min_count, split=rule, canonical=False)
     stats: dict = {}
@@ -174,6 +175,7 @@ def _check_canonical(data: bytes, n_merges: int, min_count: int, split: bool):
     assert _token_set(canonical) == _token_set(plain)
     counts = stats["counts"]
     assert np.all(np.diff(counts) <= 0)
+    assert _merges(canonical) == naive_canonical_order(_merges(plain), [int(c) for c in counts], 256)
     assert np.array_equal(canonical.merges,
                           tokenizer.canonical_order(plain.merges, counts, 256))
     assert decode(canonical, encode(canonical, data)) == data

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 import statemix
-from statemix.models import spec_for_level, ssm, tokenmix
+from statemix.models import nn, spec_for_level, ssm, tokenmix
 from statemix.models.nn import layout
 
 from conftest import config_with, text_sample
@@ -33,23 +33,58 @@ def test_kernels_match_the_naive_reference(mixing, match, calibrate):
     are evicted; a long run: counts are halved; a repeat: the match model predicts)."""
     data = mixed_input()
     config = counts_config(mixing=mixing, match=match, calibrate=calibrate)
+    _check_against_naive(config, data)
+
+
+#: a small SSM (the reference takes its logits from the library, so only speed depends on its size)
+SMALL_SSM = dict(d_model=8, d_state=4, chunk=16, channel_block=8, iters_a=2, chunks_a=4, table_bits=10)
+
+
+@pytest.mark.parametrize("mixing,match,calibrate", [
+    (tokenmix.MIX_PRIOR, 0, 0), (tokenmix.MIX_REFERENCE, 0, 0), (tokenmix.MIX_LEARNED, 1, 1)])
+def test_kernels_with_the_ssm_match_the_naive_reference(mixing, match, calibrate):
+    """With the SSM: the reference gets the SSM's logits of every token from the library's Network
+    run on the same tokens (checked: the SSM probability the model traced is that network's), and
+    computes everything after them itself: the SSM's entropy, the mixing with its weights chosen by
+    the entropy bucket, the gradient step on a (dz/da = SSM logits) and the coder's frequencies."""
+    text = text_sample(700, seed=5)
+    data = text + text[100:400]
+    config = config_with(mixing=mixing, match=match, calibrate=calibrate, **SMALL_SSM)
+    buckets = _check_against_naive(config, data)
+    assert len(buckets) > 1  # the SSM's entropy moved between buckets
+
+
+def _check_against_naive(config, data: bytes) -> set:
+    """Code ``data`` with the library and the naive reference side by side; return the SSM entropy
+    buckets seen."""
     model = ssm.Model(config)
     trace = np.zeros((len(data), 2))
     model.encode(data, 2 * len(data), trace)
-    naive = NaiveTokenMix(256, config.table_bits, tokenmix.BYTE_ORDERS, mixing, match, calibrate,
-                          config.prior)
+    naive = NaiveTokenMix(256, config.table_bits, tokenmix.BYTE_ORDERS, config.mixing, config.match,
+                          config.calibrate, config.prior)
+    network = nn.Network(model.model_config) if config.use_ssm else None
     total = 1 << layout.TOTAL_BITS
+    buckets = set()
     for i, sym in enumerate(data):
-        freqs = naive.frequencies(layout.TOTAL_BITS)
+        logits = None
+        if network is not None:
+            probs = network.predict()
+            assert trace[i, 1] == np.float64(probs[sym]), f"SSM of token {i}"
+            logits = network.acts.logits[network._t].copy()
+        freqs = naive.frequencies(layout.TOTAL_BITS, logits)
         assert freqs.sum() == total
         assert trace[i, 0] == freqs[sym] / total, f"token {i}"
+        buckets.add(naive.eb)
         naive.learn(sym)
         naive.update(sym)
+        if network is not None:
+            network.observe(sym)
     state = model.mixstate
     assert state.totals.max() < tokenmix.COUNT_LIMIT
-    if mixing == tokenmix.MIX_LEARNED:
-        assert np.array_equal(state.par, naive.par)
+    if config.mixing == tokenmix.MIX_LEARNED:
+        assert np.array_equal(state.par, naive.packed())
         assert not np.array_equal(state.par, tokenmix.initial_parameters())
+    return buckets
 
 
 def test_learned_mixing_and_match_help():

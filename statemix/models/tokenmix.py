@@ -33,8 +33,11 @@ e = clip(0.4 + 0.6 H / 5.5, 0.2, 2.5) the reference's entropy-adaptive scale:
   when ``calibrate`` (else z).  m (``N_MIX`` sets) = longest order with statistics x whether that
   context has seen one token only x SSM entropy bucket; k (``N_TAU`` sets) = margin of the top z over
   the second (a confidence bucket) x SSM entropy bucket; cell = count bucket x share c / n bucket
-  (``N_CELL``).  f starts at the reference's lambda ln(1 + c / alpha), w, a and tau at 1, b at 0.1.
-  All are trained by plain gradient steps on the code length -ln p(token): with
+  (``N_CELL``).  f starts at the reference's lambda ln(1 + c / alpha) for the typical count c of
+  its count bucket (1, 2, 3, 4, 5.5, 8, 12.5, 24), w, a and tau at 1, b at 0.1, match[len] at
+  min(0.5 len, 4).  All are trained by plain gradient steps on the code length -ln p(token), with
+  the rates (per token) 0.02 for w, 0.002 for f, 0.004 for a and b, 0.02 for match, 0.001 for tau
+  (tau kept at 0.05 or more): with
   g_v = tau (p_v - [v = token]), dz/da = s, dz/db = lc, dL/dtau = sum_v (p_v - [v = token]) z_v, and
   each bias term's gradient is the sum of g over the tokens it touched, so the step costs one pass
   over V plus the seen continuations.
