@@ -9,7 +9,11 @@ on any machine (see the project's determinism notes):
 - Intel SVML is disabled before numba is imported (``NUMBA_DISABLE_INTEL_SVML=1``) and checked to be
   off afterwards, since it replaces libm calls by vector code with other rounding.
 - Kernels are cached on disk in a writable per-user directory (``$STATEMIX_CACHE_DIR``, else
-  ``$XDG_CACHE_HOME/statemix/numba``, else ``~/.cache/statemix/numba``).  When no such directory can be
+  ``$XDG_CACHE_HOME/statemix/numba``, else ``~/.cache/statemix/numba``), in a subdirectory named by a
+  fingerprint of statemix's whole source (:func:`source_fingerprint`).  numba's own cache checks
+  only the file that defines a kernel, so a kernel whose callee in another file changed (an inlined
+  helper, or a kernel it calls) would otherwise be loaded stale: wrong output, or a crash.  Older
+  fingerprints' subdirectories are removed once unused for a week.  When no directory can be
   written, kernels are compiled without a cache rather than failing.
 - ``parallel=True`` is allowed only where a kernel's ``prange`` runs over independent outputs; the
   thread count (``-T``) therefore changes speed, never a bit of output.
@@ -21,8 +25,11 @@ commands, never for ``--help``.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
+import shutil
 import tempfile
+import time
 from pathlib import Path
 
 os.environ["NUMBA_DISABLE_INTEL_SVML"] = "1"
@@ -48,7 +55,33 @@ def _writable_cache_dir() -> str | None:
     return None
 
 
-CACHE_DIR = _writable_cache_dir()
+def source_fingerprint() -> str:
+    """16 hex digits of a hash over every Python file of the package (names and contents)."""
+    root = Path(__file__).resolve().parent
+    digest = hashlib.blake2b(digest_size=8)
+    for path in sorted(root.rglob("*.py")):
+        digest.update(str(path.relative_to(root)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _fingerprinted(base: str | None) -> str | None:
+    """The subdirectory of ``base`` for this source; prune other fingerprints unused for a week."""
+    if base is None:
+        return None
+    directory = Path(base) / f"src-{source_fingerprint()}"
+    try:
+        directory.mkdir(exist_ok=True)
+        week_ago = time.time() - 7 * 86400
+        for other in Path(base).glob("src-*"):
+            if other != directory and other.stat().st_mtime < week_ago:
+                shutil.rmtree(other, ignore_errors=True)
+        os.utime(directory)
+    except OSError:
+        return None
+    return str(directory)
+
+
+CACHE_DIR = _fingerprinted(_writable_cache_dir())
 if CACHE_DIR is not None:
     os.environ["NUMBA_CACHE_DIR"] = CACHE_DIR
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -122,3 +123,25 @@ def test_every_package_is_installed():
     listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
     found = {".".join(p.parent.relative_to(ROOT).parts) for p in (ROOT / "statemix").rglob("__init__.py")}
     assert found <= listed, sorted(found - listed)
+
+
+def test_the_kernel_cache_is_keyed_by_the_whole_source(tmp_path):
+    # numba checks only the defining file of a cached kernel; the fingerprint covers every file, so
+    # changing a helper in another file (an inlined one, say) moves the cache to a new directory
+    package = tmp_path / "statemix"
+    shutil.copytree(ROOT / "statemix", package, ignore=shutil.ignore_patterns("__pycache__"))
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); import statemix._jit as j; "
+              "print(j.source_fingerprint(), j.CACHE_DIR)")
+    env = {**os.environ, "STATEMIX_CACHE_DIR": str(tmp_path / "cache")}
+
+    def fingerprint_and_dir():
+        out = subprocess.run([sys.executable, "-c", script, str(tmp_path)], env=env, check=True,
+                             capture_output=True, text=True).stdout.split()
+        return out[0], out[1]
+
+    first, first_dir = fingerprint_and_dir()
+    assert first_dir == str(tmp_path / "cache" / f"src-{first}")
+    helper = package / "models" / "bit" / "tables.py"
+    helper.write_text(helper.read_text() + "\n# a changed helper\n")
+    second, second_dir = fingerprint_and_dir()
+    assert second != first and second_dir != first_dir
