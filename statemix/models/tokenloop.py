@@ -56,6 +56,35 @@ def _code_distribution(sz, hy, acts, t, lc, ts, ex, freqs, lanes):
 
 
 @kernel
+def predict_token(net, acts, lc, ts, ex, freqs, lanes):
+    """The coded distribution of the next token (the first four steps above); return its position t.
+
+    On return ``freqs`` (int32, summing to 2**sz[S_TB]) codes the token and ``ex`` holds the coded
+    softmax for :func:`learn_token`.  Shared by this loop and cm's byte-distribution input.
+    """
+    t = begin_position(net)
+    if net.sz[S_USE_SSM]:
+        forward_position(net.P, net.Aneg, net.off, net.sz, acts, net.tin, t, lanes)
+    _code_distribution(net.sz, net.hy, acts, t, lc, ts, ex, freqs, lanes)
+    return t
+
+
+@kernel
+def learn_token(net, acts, grads, counts, lc, ts, ex, t, sym, coded):
+    """Learn the token ``sym`` at position ``t`` (the last three steps above; the mixer only if the
+    token was ``coded`` with the distribution in ``ex``)."""
+    sz = net.sz
+    use_ssm = sz[S_USE_SSM]
+    if coded:
+        tokenmix.learn(sz[S_MIXING], use_ssm, sz[S_MATCH], sz[S_CALIBRATE], acts.logits[t], lc, sz[S_V], ex, sym,
+                       ts)
+    tokenmix.update(sym, sz[S_TABLE_BITS], ts)
+    counts[sym] += 1
+    lc[sym] = log32(F1 + np.float32(counts[sym]))
+    end_position(net, acts, grads, t, sym, use_ssm != 0)
+
+
+@kernel
 def _split_bits(weights, V, sym, nbits, cum, out, row, col):
     """Split P(sym) under ``weights`` (V non-negative, unnormalised) into ``nbits`` binary decisions.
 
@@ -111,11 +140,8 @@ def run_range(mode, data, coded, rc, net, acts, grads, counts, lc, ts, trace, bi
     nbits = bit_trace.shape[0] // max(data.shape[0], 1)
     cumf = np.empty(V + 1, dtype=np.float64)
     for i in range(start, end):
-        t = begin_position(net)
-        if use_ssm:
-            forward_position(net.P, net.Aneg, net.off, sz, acts, net.tin, t, lanes)
         if mode != LEARN:
-            _code_distribution(sz, hy, acts, t, lc, ts, ex, freqs, lanes)
+            t = predict_token(net, acts, lc, ts, ex, freqs, lanes)
             if mode == DECODE:
                 c = np.int64(0)
                 for v in range(V):
@@ -137,12 +163,11 @@ def run_range(mode, data, coded, rc, net, acts, grads, counts, lc, ts, trace, bi
                 _split_bits(freqs, V, sym, nbits, cumf, bit_trace, nbits * i, 0)
                 if use_ssm:
                     _split_bits(acts.probs[t], V, sym, nbits, cumf, bit_trace, nbits * i, 1)
-            tokenmix.learn(sz[S_MIXING], use_ssm, sz[S_MATCH], sz[S_CALIBRATE], acts.logits[t], lc, V,
-                           ex, sym, ts)
+            learn_token(net, acts, grads, counts, lc, ts, ex, t, sym, True)
         else:
+            t = begin_position(net)
+            if use_ssm:
+                forward_position(net.P, net.Aneg, net.off, sz, acts, net.tin, t, lanes)
             sym = np.int64(data[i])
             tokenmix.gather(ts, sz[S_TABLE_BITS])
-        tokenmix.update(sym, sz[S_TABLE_BITS], ts)
-        counts[sym] += 1
-        lc[sym] = log32(F1 + np.float32(counts[sym]))
-        end_position(net, acts, grads, t, sym, use_ssm != 0)
+            learn_token(net, acts, grads, counts, lc, ts, ex, t, sym, False)
