@@ -127,7 +127,7 @@ def run_range(mode, data, coded, rc, net, acts, grads, counts, lc, ts, trace, bi
     same two distributions split into binary decisions over the bits of the token id
     (:func:`_split_bits`): ``bit_trace[nbits * i + j, 0]`` coded, ``[..., 1]`` the SSM's.
     """
-    sz, hy = net.sz, net.hy
+    sz = net.sz
     V = sz[S_V]
     tb = sz[S_TB]
     lanes = np.empty(LANES, dtype=np.float32)
