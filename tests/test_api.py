@@ -46,19 +46,19 @@ GOLDEN_EMPTY = bytes.fromhex(
     "89534d58"  # magic
     "02"  # format version
     "01"  # arithmetic version
-    "0b"  # model record length
-    "01" "0002" "0e10" "0704" "ffcb0700"  # model record: cm (id 1), component set: table_bits, hist_bits,
-    #                                           mixers, APMs, mask of context kinds (0-9, 11, 14-18)
-    "49b5a77a"  # header CRC32
+    "0c"  # model record length
+    "01" "0002" "0e10" "0704" "ffcb0700" "01"  # model record: cm (id 1), component set: table_bits,
+    #                   hist_bits, mixers, APMs, mask of context kinds (0-9, 11, 14-18), byte-distribution source
+    "c2870cd7"  # header CRC32
     "00"  # end block
     "00"  # original length 0
     "00000000"  # CRC32 of no data
 )
 #: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 24 bytes
 GOLDEN_TEXT = bytes.fromhex(
-    "89534d580201" "0b" "010002" "0e100704" "ffcb0700" "49b5a77a"  # header, as above
+    "89534d580201" "0c" "010002" "0e100704" "ffcb0700" "01" "c2870cd7"  # header, as above
     "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
-    "801782ef245a5b16c357343c92127ea0543872309ed85597"  # the range coder's code word
+    "801782ef10140833a2661990ab3885b601250fc4586656ff"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
 )
 #: The same, written by level 2 before its text contexts (first record: 10 contexts, 3 mixers, 2
@@ -879,7 +879,7 @@ def test_read_info_one_stream():
 def test_read_info_empty_stream():
     (info,) = statemix.read_info(io.BytesIO(GOLDEN_EMPTY))
     assert info.blocks == []
-    assert info.compressed_size == len(GOLDEN_EMPTY) == 28
+    assert info.compressed_size == len(GOLDEN_EMPTY) == 29
     assert info.uncompressed_size == 0
     assert info.crc32 == 0
 
@@ -1045,10 +1045,21 @@ GOLDEN_TEXT_LEVEL1 = bytes.fromhex(
 )
 
 
+#: statemix.compress(GOLDEN_INPUT, level=3): level 2's record but for its byte-distribution source,
+#: the SSM with the count models (02)
+GOLDEN_TEXT_LEVEL3 = bytes.fromhex(
+    "89534d5802010c0100020e100704ffcb070002" "78d6054e"  # header: level 3 model record, CRC32
+    "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
+    "80179106bbd6e438a386be8fd8ce647478b0e2fb17877016"  # the range coder's code word
+    "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+
+
 def test_golden_streams_at_every_level():
-    # a small size_hint shrinks the tables of levels 2 and 3 to the same size: only level 1 differs
-    for level in (2, 3):
-        assert statemix.compress(b"", level=level) == GOLDEN_EMPTY
-        assert statemix.compress(GOLDEN_INPUT, level=level) == GOLDEN_TEXT
-    assert statemix.compress(GOLDEN_INPUT, level=1) == GOLDEN_TEXT_LEVEL1
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL1) == GOLDEN_INPUT
+    # a small size_hint shrinks the tables of levels 2 and 3 to the same size: level 3 differs by its
+    # byte-distribution source (the SSM), level 1 by everything
+    assert statemix.compress(b"", level=2) == GOLDEN_EMPTY
+    assert statemix.compress(GOLDEN_INPUT, level=2) == GOLDEN_TEXT
+    for level, golden in ((1, GOLDEN_TEXT_LEVEL1), (3, GOLDEN_TEXT_LEVEL3)):
+        assert statemix.compress(GOLDEN_INPUT, level=level) == golden
+        assert statemix.decompress(golden) == GOLDEN_INPUT

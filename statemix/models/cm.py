@@ -44,19 +44,22 @@ text state's indirect tables).
 
 from __future__ import annotations
 
+import contextlib
+import functools
 from collections import namedtuple
 from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .._jit import kernel
+from .._jit import kernel, threads_at_most
 from ..coder import dec_bit, dec_init, enc_bit, enc_finish, enc_init
 from ..coder import new_state as new_coder_state
 from ..quantize import binary_frequency
 from . import presets
 from ._snapshot import put_back, take
-from .bit import contexts, match, mixer, sse, text
+from .bit import contexts, distribution, match, mixer, sse, text
 from .bit.contexts import bucket, context_hash
+from .bit.distribution import source_begin, source_input, source_learn
 from .bit.hashing import mix_hash, order6_hash
 from .bit.match import match_expected, match_predict, match_state, match_train, match_update
 from .bit.mixer import final_set, mixer_predict, mixer_select, mixer_update
@@ -84,9 +87,9 @@ STATE_MAP_BASE = MATCH_SM_BASE + match.N_COUNTERS
 #: fixed tables (int64, .bit.tables) and the mixers' input vector (int64 scratch).
 Tables = namedtuple("Tables", "counters states weights apm hist mtable aux lut inputs")
 SCALARS = ("c0 hist4 hist8 pos bit p_mix table_bits hist_bits ablate n_ctx n_runs n_mix n_apm "
-           "n_in").split()
+           "n_in source").split()
 (C0, HIST4, HIST8, POS, BIT, P_MIX, TABLE_BITS, HIST_BITS, ABLATE, N_CTX, N_RUNS, N_MIX, N_APM,
- N_IN) = range(len(SCALARS))
+ N_IN, SOURCE) = range(len(SCALARS))
 #: The model state is one int64 array ``st``: the scalars above, then one field per job, each at the
 #: offset :func:`_layout` computes from its size (n contexts: at most N_HASHED).  One array, not a
 #: named tuple of arrays: a named tuple's fields cost atomic reference counts per bit (measured: the
@@ -113,7 +116,7 @@ MATCH, MIXERS, APMS, TEXT, STATE_SIZE = _AT["match"], _AT["mixers"], _AT["apms"]
 
 
 @kernel(inline=True)
-def _predict(st, counters, states, weights, apm, hist, lut, inputs):
+def _predict(st, counters, states, weights, apm, hist, lut, inputs, src):
     """Return P(next bit = 1) in units of 2**-16; leave what update needs in ``st``."""
     c0 = st[C0]
     bit = st[BIT]
@@ -146,6 +149,8 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs):
     for k in range(2 + n_ctx):
         inputs[k] = lut[np.int64(counters[st[SLOTS + k]]) >> 20]
     inputs[2 + n_ctx] = match_predict(st, MATCH, hist, st[HIST_BITS], counters, MATCH_SM_BASE, lut, c0, bit)
+    if st[SOURCE]:
+        inputs[n_in - 2] = source_input(src, c0, bit, lut)
     inputs[n_in - 1] = 256
     ablate = st[ABLATE]
     if ablate != 0:
@@ -212,7 +217,7 @@ def _update(st, counters, states, weights, apm, hist, mtable, aux, lut, inputs, 
 
 
 @kernel
-def run_range(mode, data, coded, rc, st, tb, trace, start, end):
+def run_range(mode, data, coded, rc, st, tb, src, trace, start, end):
     """Encode, decode or only learn bytes ``start`` to ``end`` of ``data`` (one step of a block).
 
     The coder (``rc``, started by :func:`statemix.coder.enc_init` or ``dec_init``) and every model
@@ -220,14 +225,17 @@ def run_range(mode, data, coded, rc, st, tb, trace, start, end):
     codes ``data`` into ``coded``; DECODE decodes ``coded`` into ``data``; LEARN only updates.  If
     ``trace`` has rows, ``trace[8 * i + j, 0]`` receives the probability (units of 2**-16) that the
     model gave to the bit actually coded at bit j of byte i, and ``trace[8 * i + j, 1]`` the
-    mixer's (before the APMs).  ``st``: the state array; ``tb``: the :data:`Tables`.
+    mixer's (before the APMs).  ``st``: the state array; ``tb``: the :data:`Tables`; ``src``: the
+    byte-distribution source's arrays (:mod:`.bit.distribution`; unused without a source).
     """
     tracing = trace.shape[0] > 0
     counters, states, weights, apm, hist, mtable, aux, lut, inputs = tb
     for i in range(start, end):
         byte = np.int64(data[i]) if mode != DECODE else np.int64(0)
+        if st[SOURCE]:
+            source_begin(src)
         for j in range(8):
-            p = _predict(st, counters, states, weights, apm, hist, lut, inputs)
+            p = _predict(st, counters, states, weights, apm, hist, lut, inputs, src)
             if mode == DECODE:
                 bit = dec_bit(rc, coded, p)
             else:
@@ -241,6 +249,8 @@ def run_range(mode, data, coded, rc, st, tb, trace, start, end):
             _update(st, counters, states, weights, apm, hist, mtable, aux, lut, inputs, bit)
         if mode == DECODE:
             data[i] = st[HIST4] & 0xFF
+        if st[SOURCE]:
+            source_learn(src, st[HIST4] & 0xFF)
 
 
 RECORD_LIST = b"\x00\x01"  # a record with a component list starts so (a first record's table_bits is >= 12)
@@ -275,6 +285,7 @@ class Config:
     mixers: int = 3
     apms: int = 2
     kinds: tuple | None = None
+    source: int = distribution.SOURCE_NONE
 
     def __post_init__(self):
         if self.kinds is not None:  # a set of kinds, kept in id order (see Records)
@@ -291,13 +302,14 @@ class Config:
     @property
     def inputs(self) -> int:
         """Width of the mixers' input vector (see the module docstring)."""
-        return 2 + self.contexts + 1 + self.run_inputs + 1
+        return 2 + self.contexts + 1 + self.run_inputs + (1 if self.source else 0) + 1
 
     def to_bytes(self) -> bytes:
         if self.kinds is None:
             return bytes([self.table_bits, self.hist_bits, self.contexts, self.mixers, self.apms])
         mask = sum(1 << kind for kind in self.kinds)
-        return RECORD_MASK + bytes([self.table_bits, self.hist_bits, self.mixers, self.apms]) + mask.to_bytes(4, "little")
+        return (RECORD_MASK + bytes([self.table_bits, self.hist_bits, self.mixers, self.apms]) + mask.to_bytes(4, "little")
+                + bytes([self.source]))
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> "Config":
@@ -307,12 +319,14 @@ class Config:
                 kinds = tuple(raw[7:])
                 if raw[6] != len(kinds):
                     raise ValueError("cm component list has the wrong length")
-            elif raw[:2] == RECORD_MASK and len(raw) == 10:
-                mask = int.from_bytes(raw[6:], "little")
+            elif raw[:2] == RECORD_MASK and len(raw) == 11:
+                mask = int.from_bytes(raw[6:10], "little")
                 kinds = tuple(kind for kind in range(32) if (mask >> kind) & 1)
+                if raw[10] not in distribution.PRESETS and raw[10] != distribution.SOURCE_NONE:
+                    raise ValueError(f"cm byte-distribution source {raw[10]} unknown (a newer statemix may know it)")
             else:
                 raise ValueError("cm model record has the wrong length")
-            config = cls(raw[2], raw[3], len(kinds), raw[4], raw[5], kinds)
+            config = cls(raw[2], raw[3], len(kinds), raw[4], raw[5], kinds, raw[10] if raw[:2] == RECORD_MASK else 0)
             if len(set(kinds)) != len(kinds) or any(k >= N_HASHED for k in kinds):
                 raise ValueError(f"cm component list invalid (unknown or repeated context): {kinds}; a context "
                                  f"this build does not know needs a newer statemix")
@@ -332,11 +346,19 @@ class Config:
         """Upper bound of the model's memory, in bytes."""
         counters = STATE_MAP_BASE + self.contexts * 256
         words = counters + sse.rows(self.apms) * sse.BUCKETS + mixer.sets(self.contexts) * self.inputs + 256 * N_MIXERS
-        return 4 * (words + text.AUX_SIZE) + (self.contexts << self.table_bits) + (1 << self.hist_bits) + 4 * (1 << (self.hist_bits - 2))
+        return (4 * (words + text.AUX_SIZE) + (self.contexts << self.table_bits) + (1 << self.hist_bits)
+                + 4 * (1 << (self.hist_bits - 2)) + distribution.memory_bytes(self.source, self.source_table_bits))
+
+    @property
+    def source_table_bits(self) -> int:
+        """log2 of the byte-distribution source's n-gram buckets: 2**4 fewer than a context's bytes,
+        at most 2**20 (the ssm preset's), so both shrink alike with the input."""
+        return min(20, max(12, self.table_bits - 4))
 
     def components(self) -> list[str]:
         """The names of the components this configuration has (see :meth:`Model.ablated`)."""
-        return ["order 0", "order 1", *(contexts.NAMES[k] for k in self.context_kinds), "match", "APMs"]
+        source = [distribution.NAMES[self.source]] if self.source else []
+        return ["order 0", "order 1", *(contexts.NAMES[k] for k in self.context_kinds), "match", *source, "APMs"]
 
     def describe(self) -> str:
         """In words: "cm level 2 (10 contexts of 16 MiB, 3 mixers, 2 APMs, 16 MiB history, ...)"."""
@@ -357,8 +379,10 @@ def config_for_level(level: int, size_hint: int | None) -> Config:
     return Config(**presets.cm_sized(level, presets.cm_fit(size_hint)))
 
 
-#: bytes per kernel step: about 10-60 ms of work at any level on a 2020s core
+#: bytes per kernel step: about 10-60 ms of work at any level on a 2020s core (about 0.1 s with the
+#: count models' byte distribution; with the SSM's, 1 KiB is about as long)
 STEP_BYTES = 1 << 14
+STEP_BYTES_SSM = 1 << 10
 #: attributes that are configuration or shared read-only tables, not state (see :meth:`Model.snapshot`)
 _CONSTANT = frozenset({"config", "spec", "lut", "_sink"})
 
@@ -370,6 +394,7 @@ def new_state(config: Config) -> np.ndarray:
     st[TABLE_BITS], st[HIST_BITS] = config.table_bits, config.hist_bits
     st[N_CTX], st[N_RUNS], st[N_MIX], st[N_APM], st[N_IN] = (config.contexts, config.run_inputs, config.mixers,
                                                              config.apms, config.inputs)
+    st[SOURCE] = config.source
     st[KINDS:KINDS + config.contexts] = config.context_kinds
     st[ORDERS:ORDERS + config.contexts] = [contexts.ORDERS[kind] for kind in config.context_kinds]
     return st
@@ -391,6 +416,7 @@ class Model:
         self.hist = np.zeros(1 << config.hist_bits, dtype=np.uint8)
         self.mtable = np.zeros(1 << (config.hist_bits - 2), dtype=np.int32)
         self.aux = text.new_aux()
+        self.source = distribution.Source(config.source, config.source_table_bits) if config.source else None
         self.rc = new_coder_state()
         self.inputs = np.zeros(config.inputs, dtype=np.int64)
         self._sink = None  # the trace hook (see statemix.models.protocol)
@@ -406,6 +432,8 @@ class Model:
         """A fresh model with the named components switched off (diagnostics only: no valid stream)."""
         config = self.config
         inputs = {"order 0": [0], "order 1": [1], "match": [2 + config.contexts], "APMs": [APM_OFF]}
+        if config.source:
+            inputs[distribution.NAMES[config.source]] = [config.inputs - 2]
         for k, kind in enumerate(config.context_kinds):
             inputs[contexts.NAMES[kind]] = [2 + k] + ([3 + config.contexts + k] if k < config.run_inputs else [])
         model = Model(config)
@@ -423,11 +451,16 @@ class Model:
         n = data.shape[0]
         tables = Tables(self.counters, self.states, self.weights, self.apm, self.hist, self.mtable, self.aux,
                         self.lut, self.inputs)
-        for start in range(0, n, STEP_BYTES):
-            end = min(n, start + STEP_BYTES)
-            run_range(mode, data, coded, self.rc, self.state, tables, trace, start, end)
-            if progress is not None:
-                progress(end)
+        source = self.source.arrays() if self.source is not None else _no_source()
+        uses_ssm = self.source is not None and self.source.uses_ssm
+        step = STEP_BYTES_SSM if uses_ssm else STEP_BYTES
+        # over 256 symbols the SSM's parallel regions are too small to pay for a second thread (see ssm)
+        with threads_at_most(1) if uses_ssm else contextlib.nullcontext():
+            for start in range(0, n, step):
+                end = min(n, start + step)
+                run_range(mode, data, coded, self.rc, self.state, tables, source, trace, start, end)
+                if progress is not None:
+                    progress(end)
         if trace.shape[0]:
             p = trace / 65536.0
             self._sink(TraceBlock(p[:, 0], np.unpackbits(data).astype(np.int8), np.repeat(np.arange(n), 8), n,
@@ -464,4 +497,10 @@ class Model:
 
 
 _NO_TRACE = np.zeros((0, 2), dtype=np.int32)
+
+
+@functools.cache
+def _no_source() -> distribution.Arrays:
+    """The arrays run_range takes without a source: of the right types, never read or written."""
+    return distribution.Source(distribution.SOURCE_COUNTS, 12).arrays()
 _NO_CODED = np.zeros(0, dtype=np.uint8)

@@ -34,8 +34,8 @@ CM_FIELDS = ("table_bits", "hist_bits", "contexts", "mixers", "apms")
 TEXT_KINDS = tuple(sorted((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 14, 18, 11, 15)))
 CM_LEVELS = {
     1: dict(table_bits=20, hist_bits=22, contexts=5, mixers=1, apms=1),
-    2: dict(table_bits=24, hist_bits=24, contexts=16, mixers=7, apms=4, kinds=TEXT_KINDS),
-    3: dict(table_bits=25, hist_bits=26, contexts=16, mixers=7, apms=4, kinds=TEXT_KINDS),
+    2: dict(table_bits=24, hist_bits=24, contexts=16, mixers=7, apms=4, kinds=TEXT_KINDS, source=1),
+    3: dict(table_bits=25, hist_bits=26, contexts=16, mixers=7, apms=4, kinds=TEXT_KINDS, source=2),
 }
 #: Largest sizes any cm preset writes: a record asking for more is corrupt (and could not be
 #: allocated on an ordinary machine: 2**26 * 10 bytes of tables alone is 640 MiB).
@@ -46,7 +46,7 @@ CM_MIN_TABLE_BITS, CM_MIN_HIST_BITS = 12, 16
 
 def cm_sized(level: int, fit: int | None) -> dict:
     """The cm preset of ``level`` with its tables sized to ``fit`` (None: full size)."""
-    preset = {"kinds": None, **CM_LEVELS[level]}  # kinds: the component list (None: the first records)
+    preset = {"kinds": None, "source": 0, **CM_LEVELS[level]}  # kinds: the component list (None: the first records)
     if fit is not None:
         preset["table_bits"] = min(preset["table_bits"], fit + 2)
         preset["hist_bits"] = min(preset["hist_bits"], max(CM_MIN_HIST_BITS, fit))

@@ -85,6 +85,8 @@ class Model:
     An empty block codes to nothing and changes nothing.
     """
 
+    SNAPSHOT_STATE = True  # inside cm's byte-distribution source, its snapshot copies this model too
+
     def __init__(self, config: Config):
         config.validate()
         self.config = config

@@ -55,8 +55,9 @@ def char_class(byte):
 
 
 @kernel(inline=True)
-def _markup(state, byte, c1):
-    """The MARKUP word after ``byte`` (``c1``: the byte before it)."""
+def _markup(before, byte, c1):
+    """The MARKUP word after ``byte`` (``before``: the word before it; ``c1``: the byte before it)."""
+    state = before
     if byte == 60:
         state |= 1
     elif byte == 62:

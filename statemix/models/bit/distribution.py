@@ -1,0 +1,110 @@
+"""A byte distribution as inputs of the bitwise mixer: the ssm model's, SSM and count models included.
+
+The ssm model predicts a whole byte at once: a distribution over the 256 byte values, from its count
+models (byte n-grams and a match model, mixed in logit space with learned weights) and, with
+``SOURCE_SSM``, the online-trained SSM (:mod:`statemix.models.tokenloop`).  cm codes bits, so it
+reads that distribution bit by bit, as cmix and paq8px read their LSTM's:
+
+- before a byte's first bit (:func:`source_begin`): the source's coded distribution, integer
+  frequencies summing to 2**30 exactly as the ssm model would code the byte with, and their prefix
+  sums ``cum`` (int64, 257 entries);
+- per bit j, with the partial byte ``c0 = 1 b_0 .. b_{j-1}`` (:func:`source_input`): the byte values
+  consistent with it are ``lo .. lo + w - 1`` with ``w = 2**(8 - j)``, ``lo = (c0 - 2**j) w``, and
+  ``P(bit = 1) = (cum[lo + w] - cum[lo + w/2]) / (cum[lo + w] - cum[lo])``: in units of 2**-16,
+  clamped to [16, 65520] (an exact 0 or 1 never reaches the mixer), its stretch is the mixer input;
+- after the byte (:func:`source_learn`): the source learns it exactly as the ssm model's encoder
+  does (the decoder replays it: no state is stored).
+
+Every frequency is below 2**30 and every frequency is at least 1 (the quantizer's floor), so the
+division is exact integer arithmetic on positive numbers, the same on every machine; the source's
+own float32 arithmetic follows the determinism rules of the ssm model.
+
+Sources, by the byte of cm's record: 0 none, ``SOURCE_COUNTS`` (1) the count models alone (the ssm
+preset "counts"), ``SOURCE_SSM`` (2) the SSM with them (the preset "mix").  Memory: the ssm model's
+(about 2**table_bits * 32 * 8 bytes of n-gram buckets, plus the SSM's parameters and activations).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from dataclasses import replace
+
+import numpy as np
+
+from ..._fmath import LANES
+from ..._jit import kernel
+from .. import ssm_config
+from ..ssm import Model as SsmModel
+from ..tokenloop import learn_token, predict_token
+
+SOURCE_NONE, SOURCE_COUNTS, SOURCE_SSM = 0, 1, 2
+PRESETS = {SOURCE_COUNTS: "counts", SOURCE_SSM: "mix"}
+NAMES = {SOURCE_COUNTS: "byte distribution (count models)", SOURCE_SSM: "byte distribution (SSM and count models)"}
+
+#: The arrays the kernels take: the ssm network's (net, acts, grads), the count models' (counts, lc,
+#: ts), scratch for one byte (ex: the coded softmax, freqs, lanes), the prefix sums ``cum`` and
+#: ``at`` (one int64: the network position of the byte being coded).
+Arrays = namedtuple("Arrays", "net acts grads counts lc ts ex freqs lanes cum at")
+
+
+def source_config(source: int, table_bits: int) -> ssm_config.Config:
+    """The ssm configuration of ``source`` with 2**``table_bits`` n-gram buckets."""
+    return replace(ssm_config.PRESETS[PRESETS[source]], table_bits=table_bits)
+
+
+class Source:
+    """The state of one byte-distribution source: an ssm model over bytes, run one byte at a time."""
+
+    SNAPSHOT_STATE = True  # a model's snapshot copies this object's arrays (models._snapshot)
+
+    def __init__(self, source: int, table_bits: int):
+        self.model = SsmModel(source_config(source, table_bits))
+        self.ex = np.zeros(256, dtype=np.float32)
+        self.freqs = np.zeros(256, dtype=np.int32)
+        self.lanes = np.zeros(LANES, dtype=np.float32)
+        self.cum = np.zeros(257, dtype=np.int64)
+        self.at = np.zeros(1, dtype=np.int64)
+
+    @property
+    def uses_ssm(self) -> bool:
+        return bool(self.model.model_config.use_ssm)
+
+    def arrays(self) -> Arrays:
+        model = self.model
+        network = model.network
+        return Arrays(network.net, network.acts, network.grads, model.counts, model.lc, model.mixstate.arrays(),
+                      self.ex, self.freqs, self.lanes, self.cum, self.at)
+
+
+def memory_bytes(source: int, table_bits: int) -> int:
+    """An upper bound of a source's memory, in bytes."""
+    return source_config(source, table_bits).memory_bytes() if source else 0
+
+
+@kernel(inline=True)
+def source_begin(src):
+    """Compute the distribution of the next byte and its prefix sums (before its first bit)."""
+    src.at[0] = predict_token(src.net, src.acts, src.lc, src.ts, src.ex, src.freqs, src.lanes)
+    c = np.int64(0)
+    for v in range(256):
+        src.cum[v] = c
+        c += np.int64(src.freqs[v])
+    src.cum[256] = c
+
+
+@kernel(inline=True)
+def source_input(src, c0, bit, lut):
+    """The stretched P(next bit = 1) of the distribution, given the partial byte ``c0`` (bit ``bit``)."""
+    cum = src.cum
+    width = np.int64(1) << (8 - bit)
+    lo = (c0 - (np.int64(1) << bit)) << (8 - bit)
+    low = cum[lo]
+    high = cum[lo + width]
+    p = ((high - cum[lo + (width >> 1)]) << 16) // (high - low)
+    return lut[max(16, min(65520, p)) >> 4]
+
+
+@kernel(inline=True)
+def source_learn(src, byte):
+    """Learn the coded ``byte`` (after its last bit)."""
+    learn_token(src.net, src.acts, src.grads, src.counts, src.lc, src.ts, src.ex, src.at[0], byte, True)
