@@ -116,7 +116,7 @@ MATCH, MIXERS, APMS, TEXT, STATE_SIZE = _AT["match"], _AT["mixers"], _AT["apms"]
 
 
 @kernel(inline=True)
-def _predict(st, counters, states, weights, apm, hist, lut, inputs, src):
+def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum):
     """Return P(next bit = 1) in units of 2**-16; leave what update needs in ``st``."""
     c0 = st[C0]
     bit = st[BIT]
@@ -150,7 +150,7 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, src):
         inputs[k] = lut[np.int64(counters[st[SLOTS + k]]) >> 20]
     inputs[2 + n_ctx] = match_predict(st, MATCH, hist, st[HIST_BITS], counters, MATCH_SM_BASE, lut, c0, bit)
     if st[SOURCE]:
-        inputs[n_in - 2] = source_input(src, c0, bit, lut)
+        inputs[n_in - 2] = source_input(cum, c0, bit, lut)
     inputs[n_in - 1] = 256
     ablate = st[ABLATE]
     if ablate != 0:
@@ -230,12 +230,13 @@ def run_range(mode, data, coded, rc, st, tb, src, trace, start, end):
     """
     tracing = trace.shape[0] > 0
     counters, states, weights, apm, hist, mtable, aux, lut, inputs = tb
+    cum = src.cum  # per bit only this array: a named tuple's arrays would cost reference counts per bit
     for i in range(start, end):
         byte = np.int64(data[i]) if mode != DECODE else np.int64(0)
         if st[SOURCE]:
             source_begin(src)
         for j in range(8):
-            p = _predict(st, counters, states, weights, apm, hist, lut, inputs, src)
+            p = _predict(st, counters, states, weights, apm, hist, lut, inputs, cum)
             if mode == DECODE:
                 bit = dec_bit(rc, coded, p)
             else:

@@ -93,9 +93,9 @@ def source_begin(src):
 
 
 @kernel(inline=True)
-def source_input(src, c0, bit, lut):
-    """The stretched P(next bit = 1) of the distribution, given the partial byte ``c0`` (bit ``bit``)."""
-    cum = src.cum
+def source_input(cum, c0, bit, lut):
+    """The stretched P(next bit = 1) of the distribution (``cum``: its prefix sums, ``Arrays.cum``),
+    given the partial byte ``c0`` (bit ``bit``)."""
     width = np.int64(1) << (8 - bit)
     lo = (c0 - (np.int64(1) << bit)) << (8 - bit)
     low = cum[lo]
