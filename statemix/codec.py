@@ -185,6 +185,8 @@ class BlockCoder:
         coded = None
         modelled = len(probe) < PROBE_RATIO * len(raw)
         if modelled:
+            if report is not None:
+                report(0)  # the snapshot below takes a while on large models: let the caller act first
             self._snapshot = self.model.snapshot(reuse=self._snapshot)
             if self._threads > 1:  # zstandard runs beside the model
                 with ThreadPoolExecutor(1) as pool:

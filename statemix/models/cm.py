@@ -380,9 +380,10 @@ def config_for_level(level: int, size_hint: int | None) -> Config:
     return Config(**presets.cm_sized(level, presets.cm_fit(size_hint)))
 
 
-#: bytes per kernel step: about 10-60 ms of work at any level on a 2020s core (about 0.1 s with the
-#: count models' byte distribution; with the SSM's, 1 KiB is about as long)
+#: bytes per kernel step: about 10-60 ms of work without a byte-distribution source on a 2020s core,
+#: about 0.1 s with the count models' (4 KiB) or the SSM's (1 KiB)
 STEP_BYTES = 1 << 14
+STEP_BYTES_COUNTS = 1 << 12
 STEP_BYTES_SSM = 1 << 10
 #: attributes that are configuration or shared read-only tables, not state (see :meth:`Model.snapshot`)
 _CONSTANT = frozenset({"config", "spec", "lut", "_sink"})
@@ -454,7 +455,7 @@ class Model:
                         self.lut, self.inputs)
         source = self.source.arrays() if self.source is not None else _no_source()
         uses_ssm = self.source is not None and self.source.uses_ssm
-        step = STEP_BYTES_SSM if uses_ssm else STEP_BYTES
+        step = STEP_BYTES_SSM if uses_ssm else STEP_BYTES_COUNTS if self.source is not None else STEP_BYTES
         # over 256 symbols the SSM's parallel regions are too small to pay for a second thread (see ssm)
         with threads_at_most(1) if uses_ssm else contextlib.nullcontext():
             for start in range(0, n, step):
