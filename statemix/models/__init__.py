@@ -38,19 +38,20 @@ How to add a context model (to cm), with the word context as the worked example
 The word context predicts from the letters of the current word (case-folded), whatever came before
 the word.  Adding it took three places:
 
-1. Its per-byte state, if it needs one: cm's byte scalars (``cm.SCALARS``) hold ``word``, a hash of
-   the letters so far, updated in ``cm._end_of_byte`` (``word = mix_hash(word, letter)`` on a letter,
-   reset to 0 after a non-letter, the finished word kept in ``prev_word``).  Contexts that are a
-   function of the last bytes need nothing here.
-2. Its hash, in :mod:`.bit.contexts`: a new kind id and name at the end of ``NAMES`` ("word" is id 4)
-   and a branch in ``context_hash`` (``mix_hash(word, 9 << 40)``, with a salt no other kind uses).
+1. Its per-byte state, if it needs one, in the text state (:mod:`.bit.text`): ``WORD0`` is a hash of
+   the letters so far, updated in ``text_update`` (``mix_hash(word, letter)`` on a letter, reset to 0
+   after a non-letter, the finished word moved to ``WORD1``).  Contexts that are a function of the
+   last bytes need nothing here.
+2. Its hash, in :mod:`.bit.contexts`: a new kind id and name at the end of ``NAMES`` ("word" is id 4),
+   its order in ``ORDERS`` (0 if it is not an order-n context) and a branch in ``context_hash``
+   (``mix_hash(word, 9 << 40)``, with a salt no other kind uses).
    Everything else follows from the component list: the context gets its own region of the
    bit-history table and its own state map, a mixer input and a run input, and the mixers' width
    grows by two.
-3. A preset that uses it: give the level's entry in ``presets.CM_LEVELS`` a ``kinds`` tuple (the
-   component list, e.g. ``kinds=(0, 1, 2, 3, 4)``).  Such a record lists its components
-   (``00 01 ...``, see ``cm.Config``), so a stream written before the new kind existed decodes
-   exactly as it did, and one that lists it is refused by a build that does not know it.
+3. A preset that uses it: add its id to the level's ``kinds`` in ``presets.CM_LEVELS`` (the
+   component set, e.g. ``presets.TEXT_KINDS``).  Such a record carries the set as a mask
+   (``00 02 ...``, see ``cm.Config``), so a stream written before the new kind existed decodes
+   exactly as it did, and one that uses it is refused by a build that does not know it.
 
 Then measure it alone: ``statemix diagnose FILE --ablation`` reports the bytes each component saves;
 record the gain and the cost in bench/RESULTS.md beside the commit.
