@@ -28,7 +28,7 @@ def rows(n_apm: int) -> int:
 
 def initial_apm(lut: np.ndarray, n_apm: int) -> np.ndarray:
     bucket_centres = np.minimum((np.arange(BUCKETS) - 16) * 128, 2047)  # stretch units
-    return np.tile(lut[4096 + 2048 + bucket_centres], rows(n_apm)).astype(np.int32)
+    return np.tile(lut[4096 + 2048 + bucket_centres].astype(np.int32), rows(n_apm))
 
 
 @kernel(inline=True)
