@@ -25,6 +25,7 @@ same bytes as alone), and neither can be pickled.
 
 from __future__ import annotations
 
+import contextlib
 import operator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -34,6 +35,7 @@ from . import container
 from ._errors import StatemixError
 from .container import NeedMore
 from .models import LEVELS, MODELS, build_model, spec_for_level
+from .models._snapshot import pausing
 
 ZSTD_LEVEL = 19  # every block is also compressed by zstandard; the smallest of the three is kept
 PROBE_LEVEL = 1  # zstandard level of the quick test that decides whether a block is worth modelling
@@ -185,9 +187,10 @@ class BlockCoder:
         coded = None
         modelled = len(probe) < PROBE_RATIO * len(raw)
         if modelled:
-            if report is not None:
-                report(0)  # the snapshot below takes a while on large models: let the caller act first
-            self._snapshot = self.model.snapshot(reuse=self._snapshot)
+            # copying a large model takes a while (about 1.5 s the first time at level 2): the
+            # caller's progress callback may act (on an interrupt, say) between pieces of the copy
+            with pausing(lambda: report(0)) if report is not None else contextlib.nullcontext():
+                self._snapshot = self.model.snapshot(reuse=self._snapshot)
             if self._threads > 1:  # zstandard runs beside the model
                 with ThreadPoolExecutor(1) as pool:
                     zstd_job = pool.submit(compress_zstd, raw)
