@@ -16,7 +16,7 @@ components live in :mod:`.bit`, one job per module, in the order of the data flo
    input: +-64 per bit seen (up to 16) when the history holds only 1s (+) or only 0s (-), else 0.
 3. Match model (:mod:`.bit.match`): the byte after the most recent earlier occurrence of the last
    bytes.
-4. Mixing (:mod:`.bit.mixer`): up to five mixers with selected weight sets and a final mixer, each
+4. Mixing (:mod:`.bit.mixer`): up to seven mixers with selected weight sets and a final mixer, each
    trained on its own code length.
 5. APMs (:mod:`.bit.sse`): up to four adaptive tables refine the mixer's probability; the coded
    probability is ``(2 p_mix + 14 mean(p_apm)) / 16``.
@@ -158,13 +158,14 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum):
             if (ablate >> k) & 1:
                 inputs[k] = 0
 
-    mixer_select(st, MIXERS, n_in, n_ctx, st[N_MIX], match_state(st, MATCH), match_expected(st, MATCH, hist, st[HIST_BITS]),
-                 st[MATCH + match.LEN], c0, c1, (st[HIST4] >> 8) & 0xFF, known, order, bit, st[TEXT + text.MARKUP])
+    predicting = match_state(st, MATCH)
+    expected = match_expected(st, MATCH, hist, st[HIST_BITS]) if predicting > 0 else np.int64(-1)
+    mixer_select(st, MIXERS, n_in, n_ctx, st[N_MIX], predicting, expected, st[MATCH + match.LEN], c0, c1,
+                 (st[HIST4] >> 8) & 0xFF, known, order, bit, st[TEXT + text.MARKUP])
     final = final_set(n_ctx, n_in, c0)
     p_mix = mixer_predict(weights, inputs, n_in, st, MIXERS, st[N_MIX], final, lut)
     st[P_MIX] = p_mix
     n_apm = st[N_APM]
-    expected = match_expected(st, MATCH, hist, st[HIST_BITS]) if match_state(st, MATCH) > 0 else np.int64(-1)
     p_apm = apm_predict(apm, st, APMS, n_apm, p_mix, c0, c1, st[HIST4], expected, lut)
     if (ablate >> APM_OFF) & 1:
         return binary_frequency(p_mix)
@@ -264,7 +265,7 @@ class Config:
 
     ``table_bits``: log2 of the bytes of bit-history states per hashed context.
     ``hist_bits``: log2 of the match model's history bytes (its hash table has 2**(hist_bits-2)
-    int32 entries).  ``contexts``: how many hashed contexts.  ``mixers``: how many mixers (1..5,
+    int32 entries).  ``contexts``: how many hashed contexts.  ``mixers``: how many mixers (1..7,
     the first of :mod:`.bit.mixer`'s list; with one, no final mixer).  ``apms``: how many APMs (1..4,
     the first of :mod:`.bit.sse`'s list).  ``kinds``: the component set, the context kinds of
     :mod:`.bit.contexts` (kept in id order); None for the first records, which list no
@@ -274,7 +275,8 @@ class Config:
     Records: the first format is 5 bytes ``table_bits, hist_bits, contexts, mixers, apms``; a record
     with a component list is ``00 01 table_bits hist_bits mixers apms n kind_0 .. kind_n-1`` (read,
     no longer written); the one written for a component list is the set, ``00 02 table_bits hist_bits
-    mixers apms`` and a 32-bit little-endian mask with bit ``kind`` set for each kind used (in id
+    mixers apms``, a 32-bit little-endian mask with bit ``kind`` set for each kind used, and the
+    byte-distribution source (:mod:`.bit.distribution`; the kinds in id
     order: the model's output does not depend on the order of its contexts, since each owns its own
     tables and the mixers' integer sums do not depend on the order of their terms).  A stream record
     is accepted only within the sizes the presets write (:mod:`.presets`).
