@@ -206,7 +206,7 @@ def _update(st, counters, states, weights, apm, hist, mtable, aux, lut, inputs, 
     n_in = st[N_IN]
     final = final_set(n_ctx, n_in, st[C0])
     mixer_update(weights, inputs, n_in, st, MIXERS, st[N_MIX], final, st[P_MIX], bit, st[POS])
-    apm_update(apm, st, APMS, st[N_APM], bit)
+    apm_update(apm, st, APMS, st[N_APM], bit, lut)
 
     c0 = st[C0] * 2 + bit
     st[BIT] += 1
@@ -416,7 +416,7 @@ class Model:
         self.counters[STATE_MAP_BASE:] = np.tile(self.lut[LUT_INITIAL : LUT_INITIAL + 256], config.contexts)
         self.states = np.zeros(config.contexts << config.table_bits, dtype=np.uint8)
         self.weights = mixer.initial_weights(mixer.sets(config.contexts), config.inputs, config.mixers)
-        self.apm = sse.initial_apm(self.lut, config.apms)
+        self.apm = sse.initial_apm(config.apms)
         self.hist = np.zeros(1 << config.hist_bits, dtype=np.uint8)
         self.mtable = np.zeros(1 << (config.hist_bits - 2), dtype=np.int32)
         self.aux = text.new_aux()

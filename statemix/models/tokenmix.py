@@ -49,6 +49,7 @@ float32 in a fixed order with :mod:`statemix._fmath`'s exp and log, so it is det
 
 from __future__ import annotations
 
+import functools
 from decimal import ROUND_HALF_EVEN, Context, Decimal
 
 import numpy as np
@@ -105,6 +106,12 @@ _COUNT_TYPICAL = np.array([1, 2, 3, 4, 5.5, 8, 12.5, 24], dtype=np.float32)
 
 
 def initial_parameters() -> np.ndarray:
+    """The learned mixer's starting point (a fresh copy of :func:`_reference_parameters`)."""
+    return _reference_parameters().copy()
+
+
+@functools.cache
+def _reference_parameters() -> np.ndarray:
     """The learned mixer's starting point: the reference's weights, plain SSM and prior.
 
     f[o, cell] = lambda_o * ln(1 + c / alpha_o) for a typical count c of the cell's count bucket, in

@@ -67,10 +67,11 @@ def final_set(n_ctx, n_in, c0):
 
 def initial_weights(n_sets: int, n_in: int, n_mix: int) -> np.ndarray:
     """Flat int32 weights: every input 1/4 but the bias (the last input) 0; the final mixer 1/n_mix each."""
-    weights = np.full((n_sets, n_in), (1 << 16) // 4, dtype=np.int32)
-    weights[:, -1] = 0  # bias
-    final = np.full(256 * N_MIXERS, (1 << 16) // n_mix, dtype=np.int32)
-    return np.concatenate([weights.ravel(), final])
+    flat = np.empty(n_sets * n_in + 256 * N_MIXERS, dtype=np.int32)
+    rows = flat[: n_sets * n_in].reshape(n_sets, n_in)
+    rows[:] = np.array([(1 << 16) // 4] * (n_in - 1) + [0], dtype=np.int32)  # the bias (last input) 0
+    flat[n_sets * n_in :] = (1 << 16) // n_mix
+    return flat
 
 
 @kernel(inline=True)

@@ -21,6 +21,7 @@ fix every value.  The functions take any config object with the fields of
 
 from __future__ import annotations
 
+import functools
 from collections import namedtuple
 
 import numpy as np
@@ -108,7 +109,13 @@ def _normals(seed: int, stream: int, n: int) -> np.ndarray:
 
 
 def init_params(config) -> np.ndarray:
-    """The initial flat parameter vector (float32) of ``config`` from its seed."""
+    """The initial flat parameter vector (float32) of ``config`` from its seed (a fresh copy)."""
+    return _initial_params(config).copy()
+
+
+@functools.lru_cache(maxsize=8)
+def _initial_params(config) -> np.ndarray:
+    """:func:`init_params`, computed once per config (a stream's model is built again by every reader)."""
     off, total = layout(config)
     P = np.zeros(total, dtype=np.float32)
     V, D, E, N, K, L = (config.vocab, config.d_model, config.d_model * config.expand,
