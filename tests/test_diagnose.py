@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+from dataclasses import asdict
 import subprocess
 import sys
 
@@ -125,6 +126,63 @@ def test_ssm_trace_splits_tokens_into_exact_binary_decisions():
     assert np.allclose(block.components["SSM"].reshape(-1, 8).prod(axis=1), tokens[:, 1], rtol=1e-5)
 
 
+STAGE_KEYS = {"ece", "ece_equal_mass", "classwise_ece", "brier", "entropy_bits", "nll_bits", "top1", "top5",
+              "best_temperature", "temperature_gain_bits", "reliability"}
+
+
+@pytest.mark.parametrize("model,level", [("cm", 1), ("cm", 2), ("ssm", 1), ("ssm", 2)])
+def test_stages_are_measured_over_the_same_positions_and_change_nothing(model, level):
+    data = text_sample(6_000, seed=4)
+    report = diagnose(data, model=model, level=level, curve_points=3)
+    assert report.compressed_bytes == len(statemix.compress(data, model=model, level=level))
+    names = [stage.name for stage in report.stages]
+    if model == "cm":
+        assert names[-2:] == ["cm mixer (implied)", "cm coded (implied)"]
+        assert (level == 2) == any("count models" in name for name in names)
+    else:
+        assert names[-1] == "quantized (coded)" and (level == 2) == ("SSM softmax" in names)
+    for stage in report.stages:
+        cal = stage.calibration
+        assert cal.symbols == len(data) and cal.classes == 256 and stage.bytes == len(data)
+        assert STAGE_KEYS <= set(asdict(cal)) and 0 <= cal.ece <= 1 and 0 <= cal.brier <= 2
+        assert stage.learning_curve[-1][1] == len(data)
+    coded = report.stages[-1]
+    if model == "ssm":  # the quantized stage is exactly what was coded
+        assert coded.bits_per_byte * len(data) == pytest.approx(report.ideal_bits, rel=1e-6)
+    else:  # learning frozen for the byte: close to what was coded
+        assert coded.bits_per_byte * len(data) == pytest.approx(report.ideal_bits, rel=0.01)
+
+
+def test_implied_byte_distribution_starts_from_the_coded_first_bit():
+    """Before a byte's first bit nothing of the byte was learned: P(first bit = 1) implied by the
+    stage equals what the coder used, exactly (to float32)."""
+    from statemix.models import build_model, spec_for_level
+
+    data = text_sample(3_000, seed=5)
+    model = build_model(spec_for_level(2, len(data)))
+    traces, steps = [], []
+    model.trace(traces.append)
+    model.trace_stages(steps.append)
+    model.encode(data, len(data))
+    implied = np.concatenate([step.stages["cm coded (implied)"] for step in steps])
+    assert np.allclose(implied.sum(axis=1), 1.0, atol=1e-9)
+    first_bit_1 = implied[:, 128:].sum(axis=1)
+    p1 = traces[0].p1.reshape(-1, 8)[:, 0]
+    assert np.abs(first_bit_1 - p1).max() < 1e-6
+
+
+def test_stage_tracing_leaves_the_code_words_as_they_were():
+    from statemix.models import build_model, spec_for_level
+
+    data = text_sample(5_000, seed=6)
+    for model_name in ("cm", "ssm"):
+        spec = spec_for_level(2, len(data), model_name)
+        plain, traced = build_model(spec), build_model(spec)
+        traced.trace_stages(lambda step: None)
+        for piece in (data[:2_000], data[2_000:]):
+            assert plain.encode(piece, len(piece)) == traced.encode(piece, len(piece))
+
+
 def test_ssm_command_has_the_same_json_keys(tmp_path):
     path = tmp_path / "sample.txt"
     path.write_bytes(text_sample(1_500))
@@ -133,7 +191,9 @@ def test_ssm_command_has_the_same_json_keys(tmp_path):
         done = subprocess.run([sys.executable, "-m", "statemix_cli", "diagnose", str(path), "--json",
                                "--model", model], capture_output=True, text=True, check=True)
         report = json.loads(done.stdout)
-        keys.append((sorted(report), sorted(report["calibration"])))
+        keys.append((sorted(report), sorted(report["calibration"]), sorted(report["stages"][-1]),
+                     sorted(report["stages"][-1]["calibration"])))
+        assert STAGE_KEYS <= set(report["stages"][-1]["calibration"])
     assert keys[0] == keys[1]
 
 

@@ -9,7 +9,7 @@ use models only through it and the functions below.  The presets of every model 
 
 Layout::
 
-    protocol.py      the Model protocol, ModelSpec, TraceBlock (what the trace hook reports)
+    protocol.py      the Model protocol, ModelSpec, TraceBlock and StageStep (what the trace hooks report)
     presets.py       every --level preset of every model, and the record bounds they imply
     modes.py         ENCODE / DECODE / LEARN
     _snapshot.py     copies of a model's whole state (snapshot/restore)
@@ -63,9 +63,9 @@ import importlib
 
 from .._errors import StatemixError
 from .presets import DEFAULT_LEVEL, LEVELS, MODELS
-from .protocol import MODEL_MODULES, Model, ModelSpec, TraceBlock
+from .protocol import MODEL_MODULES, Model, ModelSpec, StageStep, TraceBlock
 
-__all__ = ["DEFAULT_LEVEL", "LEVELS", "MODELS", "MODEL_MODULES", "Model", "ModelSpec", "TraceBlock",
+__all__ = ["DEFAULT_LEVEL", "LEVELS", "MODELS", "MODEL_MODULES", "Model", "ModelSpec", "StageStep", "TraceBlock",
            "build_model", "memory_needed", "spec_for_level"]
 
 _MIB = 1 << 20

@@ -58,7 +58,7 @@ from ..quantize import binary_frequency
 from . import presets
 from ._snapshot import put_back, take
 from .bit import contexts, distribution, match, mixer, sse, text
-from .bit.contexts import bucket, context_hash
+from .bit.contexts import bucket, context_hash, find_bucket
 from .bit.distribution import source_begin, source_input, source_learn
 from .bit.hashing import mix_hash, order6_hash
 from .bit.match import match_expected, match_predict, match_state, match_train, match_update
@@ -66,7 +66,8 @@ from .bit.mixer import final_set, mixer_predict, mixer_select, mixer_update
 from .bit.sse import apm_predict, apm_update
 from .bit.tables import COUNTER_INIT, LUT_INITIAL, LUT_NEXT, LUT_RUN, lookup_tables, train
 from .modes import DECODE, ENCODE, LEARN
-from .protocol import ModelSpec, TraceBlock
+from .nn.layout import S_USE_SSM
+from .protocol import ModelSpec, StageStep, TraceBlock
 
 MODEL_ID = 1
 
@@ -116,19 +117,22 @@ MATCH, MIXERS, APMS, TEXT, STATE_SIZE = _AT["match"], _AT["mixers"], _AT["apms"]
 
 
 @kernel(inline=True)
-def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum):
-    """Return P(next bit = 1) in units of 2**-16; leave what update needs in ``st``."""
+def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup):
+    """Return P(next bit = 1) in units of 2**-16; leave what update needs in ``st``.
+
+    ``lookup``: find (or claim) the contexts' buckets at a nibble's first bit; False when the
+    caller has put them in ``st`` (:func:`_node_predictions`).
+    """
     c0 = st[C0]
     bit = st[BIT]
     c1 = st[HIST4] & 0xFF
-    table_bits = st[TABLE_BITS]
     n_ctx = st[N_CTX]
     n_in = st[N_IN]
-    if bit == 0 or bit == 4:
+    if lookup and (bit == 0 or bit == 4):
         region = np.int64(0)
         for k in range(n_ctx):
-            st[BUCKETS + k] = bucket(states, region, table_bits, mix_hash(st[HASHES + k], c0), lut)
-            region += np.int64(1) << table_bits
+            st[BUCKETS + k] = bucket(states, region, st[TABLE_BITS], mix_hash(st[HASHES + k], c0), lut)
+            region += np.int64(1) << st[TABLE_BITS]
     nibble = (c0 & ((1 << (bit & 3)) - 1)) | (1 << (bit & 3))  # 1..15 within the bucket
     st[SLOTS + 0] = c0
     st[SLOTS + 1] = ORDER1_BASE + (c1 << 8) + c0
@@ -217,8 +221,63 @@ def _update(st, counters, states, weights, apm, hist, mtable, aux, lut, inputs, 
     st[C0] = c0
 
 
+#: rows of a byte's stage trace (see _stage_row): the source's SSM softmax, its mixed softmax and
+#: its quantized distribution (over byte values), then P(bit = 1) at every node c0 = 1..255 of the
+#: byte's bit tree, coded and of the mixer (before the APMs), with learning frozen at the byte's start
+STAGE_SSM, STAGE_MIXED, STAGE_QUANTIZED, STAGE_NODES, STAGE_NODES_MIXER = range(5)
+STAGE_ROWS = 5
+
+
+@kernel(inline=True)
+def _stage_row(st, tb, src, out):
+    """Fill one byte's stage trace ``out`` (float32, STAGE_ROWS x 256) before its first bit."""
+    if st[SOURCE]:
+        if src.net.sz[S_USE_SSM]:
+            out[STAGE_SSM, :] = src.acts.probs[src.at[0], :256]
+        out[STAGE_MIXED, :] = src.ex[:256]
+        for v in range(256):
+            out[STAGE_QUANTIZED, v] = np.float32(src.freqs[v] / 2.0**30)
+    _node_predictions(st, tb, src.cum, out[STAGE_NODES], out[STAGE_NODES_MIXER])
+
+
+@kernel(inline=True)
+def _node_predictions(st, tb, cum, coded, mixed):
+    """P(bit = 1) at every node of the next byte's bit tree (``coded[c0]``, and the mixer's in
+    ``mixed[c0]``, c0 = 1..255), as the model stands before the byte's first bit.
+
+    Diagnostics only (the coder never sees it): nothing is written to the tables, and a bucket not
+    found reads as the empty bucket a lookup would claim (:func:`.bit.contexts.find_bucket`).  On the coded path the model learns
+    between bits and the coder's probabilities differ slightly (mixer weights and APMs learn).
+    """
+    counters, states, weights, apm, hist, mtable, aux, lut, inputs = tb
+    n_ctx = st[N_CTX]
+    table_bits = st[TABLE_BITS]
+    scratch = st.copy()
+    found = np.empty((16, n_ctx), dtype=np.int64)  # per nibble node 1..15 (bits 0 and 4)
+    for node in range(1, 256):
+        bit = 0
+        while (node >> (bit + 1)) > 0:
+            bit += 1
+        scratch[:] = st
+        scratch[C0] = node
+        scratch[BIT] = bit
+        if bit == 0 or bit == 4:
+            key = 0 if bit == 0 else node & 15
+            region = np.int64(0)
+            for k in range(n_ctx):
+                found[key, k] = find_bucket(states, region, table_bits, mix_hash(st[HASHES + k], node))
+                region += np.int64(1) << table_bits
+        ancestor = 0 if bit < 4 else (node >> (bit - 4)) & 15
+        for k in range(n_ctx):
+            scratch[BUCKETS + k] = found[ancestor, k]
+        p = _predict(scratch, counters, states, weights, apm, hist, lut, inputs, cum, False)
+        p_mix = scratch[P_MIX]
+        coded[node] = np.float32(p / 65536.0)
+        mixed[node] = np.float32(p_mix / 65536.0)
+
+
 @kernel
-def run_range(mode, data, coded, rc, st, tb, src, trace, start, end):
+def run_range(mode, data, coded, rc, st, tb, src, trace, stages, start, end):
     """Encode, decode or only learn bytes ``start`` to ``end`` of ``data`` (one step of a block).
 
     The coder (``rc``, started by :func:`statemix.coder.enc_init` or ``dec_init``) and every model
@@ -226,18 +285,23 @@ def run_range(mode, data, coded, rc, st, tb, src, trace, start, end):
     codes ``data`` into ``coded``; DECODE decodes ``coded`` into ``data``; LEARN only updates.  If
     ``trace`` has rows, ``trace[8 * i + j, 0]`` receives the probability (units of 2**-16) that the
     model gave to the bit actually coded at bit j of byte i, and ``trace[8 * i + j, 1]`` the
-    mixer's (before the APMs).  ``st``: the state array; ``tb``: the :data:`Tables`; ``src``: the
-    byte-distribution source's arrays (:mod:`.bit.distribution`; unused without a source).
+    mixer's (before the APMs).  If ``stages`` has rows, row ``i - start`` receives byte i's stage
+    distributions (:func:`_stage_row`).  ``st``: the state array; ``tb``: the :data:`Tables`;
+    ``src``: the byte-distribution source's arrays (:mod:`.bit.distribution`; unused without a
+    source).
     """
     tracing = trace.shape[0] > 0
+    staging = stages.shape[0] > 0
     counters, states, weights, apm, hist, mtable, aux, lut, inputs = tb
     cum = src.cum  # per bit only this array: a named tuple's arrays would cost reference counts per bit
     for i in range(start, end):
         byte = np.int64(data[i]) if mode != DECODE else np.int64(0)
         if st[SOURCE]:
             source_begin(src)
+        if staging:
+            _stage_row(st, tb, src, stages[i - start])
         for j in range(8):
-            p = _predict(st, counters, states, weights, apm, hist, lut, inputs, cum)
+            p = _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, True)
             if mode == DECODE:
                 bit = dec_bit(rc, coded, p)
             else:
@@ -388,7 +452,7 @@ STEP_BYTES = 1 << 14
 STEP_BYTES_COUNTS = 1 << 12
 STEP_BYTES_SSM = 1 << 10
 #: attributes that are configuration or shared read-only tables, not state (see :meth:`Model.snapshot`)
-_CONSTANT = frozenset({"config", "spec", "lut", "_sink"})
+_CONSTANT = frozenset({"config", "spec", "lut", "_sink", "_stage_sink"})
 
 
 def new_state(config: Config) -> np.ndarray:
@@ -414,7 +478,8 @@ class Model:
         self.state = new_state(config)
         self.counters = np.full(STATE_MAP_BASE + config.contexts * 256, COUNTER_INIT, dtype=np.uint32)
         self.counters[STATE_MAP_BASE:] = np.tile(self.lut[LUT_INITIAL : LUT_INITIAL + 256], config.contexts)
-        self.states = np.zeros(config.contexts << config.table_bits, dtype=np.uint8)
+        # the histories, then the empty bucket that read-only lookups return (contexts.find_bucket)
+        self.states = np.zeros((config.contexts << config.table_bits) + 16, dtype=np.uint8)
         self.weights = mixer.initial_weights(mixer.sets(config.contexts), config.inputs, config.mixers)
         self.apm = sse.initial_apm(config.apms)
         self.hist = np.zeros(1 << config.hist_bits, dtype=np.uint8)
@@ -423,11 +488,31 @@ class Model:
         self.source = distribution.Source(config.source, config.source_table_bits) if config.source else None
         self.rc = new_coder_state()
         self.inputs = np.zeros(config.inputs, dtype=np.int64)
-        self._sink = None  # the trace hook (see statemix.models.protocol)
+        self._sink = None  # the trace hooks (see statemix.models.protocol)
+        self._stage_sink = None
 
     def trace(self, sink) -> None:
         """Report every later encoded or learned block to ``sink`` (a :class:`.protocol.TraceBlock`)."""
         self._sink = sink
+
+    def trace_stages(self, sink) -> None:
+        """Report every later encoded block's stage distributions to ``sink``, a
+        :class:`.protocol.StageStep` per step (diagnostics: about 6 times the time of coding at level 2)."""
+        self._stage_sink = sink
+
+    def _stage_step(self, data: np.ndarray, start: int, end: int, stages: np.ndarray) -> StageStep:
+        from ..calibration import byte_distribution
+
+        named = {}
+        if self.source is not None:
+            source = distribution.NAMES[self.config.source]
+            if self.source.uses_ssm:
+                named[f"{source}: SSM softmax"] = stages[:, STAGE_SSM]
+            named[f"{source}: mixed"] = stages[:, STAGE_MIXED]
+            named[f"{source}: quantized"] = stages[:, STAGE_QUANTIZED]
+        named["cm mixer (implied)"] = byte_distribution(stages[:, STAGE_NODES_MIXER])
+        named["cm coded (implied)"] = byte_distribution(stages[:, STAGE_NODES])
+        return StageStep(data[start:end].astype(np.int64), np.arange(start, end), named)
 
     def components(self) -> list[str]:
         return self.config.components()
@@ -458,11 +543,17 @@ class Model:
         source = self.source.arrays() if self.source is not None else _no_source()
         uses_ssm = self.source is not None and self.source.uses_ssm
         step = STEP_BYTES_SSM if uses_ssm else STEP_BYTES_COUNTS if self.source is not None else STEP_BYTES
+        staging = self._stage_sink is not None and mode == ENCODE
+        if staging:
+            step = min(step, STEP_BYTES_STAGES)
         # over 256 symbols the SSM's parallel regions are too small to pay for a second thread (see ssm)
         with threads_at_most(1) if uses_ssm else contextlib.nullcontext():
             for start in range(0, n, step):
                 end = min(n, start + step)
-                run_range(mode, data, coded, self.rc, self.state, tables, source, trace, start, end)
+                stages = np.zeros((end - start, STAGE_ROWS, 256), dtype=np.float32) if staging else _NO_STAGES
+                run_range(mode, data, coded, self.rc, self.state, tables, source, trace, stages, start, end)
+                if staging:
+                    self._stage_sink(self._stage_step(data, start, end, stages))
                 if progress is not None:
                     progress(end)
         if trace.shape[0]:
@@ -501,6 +592,9 @@ class Model:
 
 
 _NO_TRACE = np.zeros((0, 2), dtype=np.int32)
+_NO_STAGES = np.zeros((0, STAGE_ROWS, 256), dtype=np.float32)
+#: bytes per kernel step while stages are traced (each byte's stages: 5 KiB of float32)
+STEP_BYTES_STAGES = 1 << 10
 
 
 @functools.cache

@@ -12,7 +12,9 @@ tokens, and a token's coded distribution is split exactly into ``ceil(log2 V)`` 
 over the bits of the token id, most significant first (P(bit = 1 | the bits before) = the mass of
 the tokens with that prefix and a 1 next, over the mass of the prefix).  The code length is the
 same (the chain rule), so one set of diagnostics (code length, calibration, learning curve) fits
-every model.  ``components`` holds the same probability under one component alone (cm: the mixer
+every model.  ``model.trace_stages(sink)`` reports more: for every coded symbol, the whole
+distribution over the symbol values that each stage of the model gave (a :class:`StageStep` per
+model step), for the softmax diagnostics of :mod:`statemix.calibration`.  ``components`` holds the same probability under one component alone (cm: the mixer
 before the APMs; ssm: the SSM's own softmax), which is what comparisons and ablations need;
 :meth:`Model.ablated` builds a diagnostics-only copy with components switched off.
 """
@@ -82,6 +84,21 @@ class TraceBlock:
         return np.where(self.bits == 1, self.p_coded, 1 - self.p_coded)
 
 
+@dataclass
+class StageStep:
+    """Every stage's distribution for consecutive symbols of an encoded block (one model step).
+
+    ``symbols[i]``: the coded symbol (a byte value, or a token id); ``byte_ends[i]``: the index in
+    the block of its last byte; ``stages``: stage name -> float32 array (len(symbols), V), row i the
+    distribution that stage gave over the V symbol values before symbol i, in the data flow's order
+    (the last is the one coded, or implied by what was coded).
+    """
+
+    symbols: np.ndarray
+    byte_ends: np.ndarray
+    stages: dict[str, np.ndarray]
+
+
 Sink = Callable[[TraceBlock], None]
 
 
@@ -109,6 +126,10 @@ class Model(Protocol):
 
     def trace(self, sink: Sink | None) -> None:
         """Report every later encoded or learned block to ``sink`` as a :class:`TraceBlock`."""
+
+    def trace_stages(self, sink: Callable[[StageStep], None] | None) -> None:
+        """Report every later encoded block's stage distributions to ``sink``, a :class:`StageStep`
+        per model step (diagnostics only; it may slow the model down many times)."""
 
     def components(self) -> list[str]:
         """Names of the components :meth:`ablated` can switch off."""

@@ -48,11 +48,11 @@ from ..tokenizer import train as bpe_train
 from . import tokenmix
 from ._snapshot import put_back, take
 from .modes import DECODE, ENCODE, LEARN
-from .protocol import ModelSpec, TraceBlock, bits_msb_first
+from .protocol import ModelSpec, StageStep, TraceBlock, bits_msb_first
 from .nn import Network
 from .ssm_config import (BLOCK_SIZE_MAX, MAX_BPE_MERGES, PRESETS, TOK_BPE, TOK_IDS, Config,  # noqa: F401
                          config_for_level)
-from .tokenloop import run_range
+from .tokenloop import STAGE_MIXED, STAGE_QUANTIZED, STAGE_SSM, run_range
 
 MODEL_ID = 2
 PARALLEL_MIN_VOCAB = 4096  # smaller vocabularies run on one thread (output is the same at any count)
@@ -63,7 +63,7 @@ STEP_COST = 1 << 17
 STEP_COST_TOKEN = 256
 STEP_COUNTS = 1 << 13
 #: attributes that are configuration, not state (see Model.snapshot)
-_CONSTANT = frozenset({"config", "spec", "_sink", "_traced"})
+_CONSTANT = frozenset({"config", "spec", "_sink", "_traced", "_stage_sink"})
 
 
 class Model:
@@ -93,7 +93,8 @@ class Model:
         self.spec = ModelSpec(MODEL_ID, config.to_bytes())
         self.vocabulary = None
         self.allocated = False
-        self._sink = None  # the trace hook (see statemix.models.protocol)
+        self._sink = None  # the trace hooks (see statemix.models.protocol)
+        self._stage_sink = None
         self._traced: list = []
         if config.tokenizer == TOK_IDS:
             self._allocate(config.vocab)
@@ -143,10 +144,15 @@ class Model:
         ts = self.mixstate.arrays()
         network = self.network
         net = network.net
+        staging = self._stage_sink is not None and mode == ENCODE
+        V = self.model_config.vocab
         for start in range(0, n, step):
             end = min(n, start + step)
+            stages = np.zeros((end - start, 3, V), dtype=np.float32) if staging else _NO_STAGES
             run_range(mode, tokens, coded, self.rc, net, network.acts, network.grads, self.counts, self.lc,
-                      ts, trace, bit_trace, start, end)
+                      ts, trace, bit_trace, stages, start, end)
+            if staging:
+                self._stage_sink(self._stage_step(tokens, start, end, stages))
             if progress is not None:
                 progress(end)
         if bit_trace.shape[0]:
@@ -163,16 +169,31 @@ class Model:
         learned are not reported: the mixer's distribution is not computed for them)."""
         self._sink = sink
 
+    def trace_stages(self, sink) -> None:
+        """Report every later encoded block's stage distributions to ``sink``, a
+        :class:`.protocol.StageStep` per step: the SSM's softmax (with the SSM), the softmax mixed
+        with the count models, and the quantized distribution the coder uses."""
+        self._stage_sink = sink
+
+    def _stage_step(self, tokens: np.ndarray, start: int, end: int, stages: np.ndarray) -> StageStep:
+        named = {"SSM softmax": stages[:, STAGE_SSM]} if self.config.use_ssm else {}
+        named["mixed (SSM and count models)" if self.config.use_ssm else "mixed (count models)"] = stages[:, STAGE_MIXED]
+        named["quantized (coded)"] = stages[:, STAGE_QUANTIZED]
+        return StageStep(tokens[start:end].copy(), self._byte_ends(tokens)[start:end], named)
+
+    def _byte_ends(self, tokens: np.ndarray) -> np.ndarray:
+        """The index in the block of each token's last byte."""
+        if self.config.tokenizer == TOK_IDS:
+            return np.arange(len(tokens))
+        return np.cumsum(self.vocabulary.token_lengths()[tokens]) - 1
+
     def _report(self, data: bytes, tokens: np.ndarray) -> None:
         if self._sink is None or not self._traced:
             return
         bit_trace = self._traced.pop()
         self._traced.clear()
         nbits = self.token_bits()
-        if self.config.tokenizer == TOK_IDS:
-            ends = np.arange(1, len(tokens) + 1)
-        else:
-            ends = np.cumsum(self.vocabulary.token_lengths()[tokens])
+        ends = self._byte_ends(tokens) + 1
         components = {"SSM": bit_trace[:, 1]} if self.config.use_ssm else {}
         self._sink(TraceBlock(bit_trace[:, 0], bits_msb_first(tokens, nbits), np.repeat(ends - 1, nbits),
                               len(data), components))
@@ -336,3 +357,4 @@ def _read_varint(raw: bytes, pos: int) -> tuple[int, int]:
 _NO_TRACE = np.zeros((0, 2), dtype=np.float64)
 _NO_CODED = np.zeros(0, dtype=np.uint8)
 _NO_BIT_TRACE = np.zeros((0, 2), dtype=np.float64)
+_NO_STAGES = np.zeros((0, 3, 1), dtype=np.float32)

@@ -32,6 +32,10 @@ from .nn.layout import H_PRIOR, S_CALIBRATE, S_MATCH, S_MIXING, S_TABLE_BITS, S_
 from .nn.train import begin_position, end_position
 
 
+#: a token's stage trace (see run_range): the SSM's softmax, the mixed softmax, the quantized one
+STAGE_SSM, STAGE_MIXED, STAGE_QUANTIZED = range(3)
+
+
 @kernel
 def _code_distribution(sz, hy, acts, t, lc, ts, ex, freqs, lanes):
     """Mix the SSM softmax with the count models (:mod:`.tokenmix`) and quantize for the coder.
@@ -115,7 +119,7 @@ def _split_bits(weights, V, sym, nbits, cum, out, row, col):
 
 
 @kernel
-def run_range(mode, data, coded, rc, net, acts, grads, counts, lc, ts, trace, bit_trace, start, end):
+def run_range(mode, data, coded, rc, net, acts, grads, counts, lc, ts, trace, bit_trace, stages, start, end):
     """Encode, decode or only learn tokens ``start`` to ``end`` of ``data`` (one step of a block).
 
     ``data`` holds token ids (int64 < V).  The coder ``rc`` is started by the caller
@@ -125,7 +129,9 @@ def run_range(mode, data, coded, rc, net, acts, grads, counts, lc, ts, trace, bi
     ``trace[i, 0]`` gets the coded probability of token i and ``trace[i, 1]`` the SSM's own
     probability of it (1/V without the SSM).  If ``bit_trace`` has rows (``nbits`` per token), the
     same two distributions split into binary decisions over the bits of the token id
-    (:func:`_split_bits`): ``bit_trace[nbits * i + j, 0]`` coded, ``[..., 1]`` the SSM's.
+    (:func:`_split_bits`): ``bit_trace[nbits * i + j, 0]`` coded, ``[..., 1]`` the SSM's.  If
+    ``stages`` (float32, rows x 3 x V) has rows, row ``i - start`` receives token i's distributions:
+    the SSM's softmax (without the SSM: left as it is), the mixed softmax, the quantized one.
     """
     sz = net.sz
     V = sz[S_V]
@@ -159,6 +165,13 @@ def run_range(mode, data, coded, rc, net, acts, grads, counts, lc, ts, trace, bi
             if tracing:
                 trace[i, 0] = np.float64(freqs[sym]) / total
                 trace[i, 1] = np.float64(acts.probs[t, sym]) if use_ssm else 1.0 / V
+            if stages.shape[0] > 0:
+                row = stages[i - start]
+                if use_ssm:
+                    row[STAGE_SSM, :] = acts.probs[t, :V]
+                row[STAGE_MIXED, :] = ex[:V]
+                for v in range(V):
+                    row[STAGE_QUANTIZED, v] = np.float32(freqs[v] / total)
             if nbits > 0:
                 _split_bits(freqs, V, sym, nbits, cumf, bit_trace, nbits * i, 0)
                 if use_ssm:

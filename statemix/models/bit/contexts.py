@@ -117,6 +117,22 @@ def context_hash(kind, c4, c8, st, t0, aux, hist, hist_mask, pos):
 
 
 @kernel(inline=True)
+def find_bucket(states, region, table_bits, h):
+    """The bucket :func:`bucket` would return for hash ``h``, without claiming one: if neither
+    candidate holds ``h``'s check byte, the empty bucket at the end of ``states`` (its last 16
+    bytes, never written), which reads as the cleared bucket :func:`bucket` would hand out."""
+    index = (h >> 12) & ((np.int64(1) << (table_bits - 4)) - 1)
+    check = (h >> 40) & np.int64(0xFF)
+    first = region + (index << 4)
+    second = region + ((index ^ 1) << 4)
+    if states[first] == check:
+        return first
+    if states[second] == check:
+        return second
+    return states.shape[0] - 16
+
+
+@kernel(inline=True)
 def bucket(states, region, table_bits, h, lut):
     """Return the index of the first byte of the 16-byte bucket for hash ``h`` in ``region``."""
     index = (h >> 12) & ((np.int64(1) << (table_bits - 4)) - 1)
