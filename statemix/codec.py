@@ -303,6 +303,10 @@ class Decompressor(Unpicklable):
             raw = payload
         else:
             try:
+                # a frame may declare its own size, and zstandard would allocate that much (a damaged
+                # header can declare exabytes): only the block's own length is accepted
+                if zstandard.frame_content_size(payload) not in (-1, header.raw_length):
+                    raise StatemixError("corrupt stream: zstandard block declares another length")
                 raw = zstandard.ZstdDecompressor().decompress(payload, max_output_size=header.raw_length)
             except zstandard.ZstdError as exc:
                 raise StatemixError(f"corrupt stream: zstandard block: {exc}") from None

@@ -165,3 +165,25 @@ def test_header_check_catches_damaged_block_length():
     stream[header_length + 1] ^= 0x40  # raw length of the first block
     with pytest.raises(StatemixError, match="corrupt|length"):
         statemix.decompress(bytes(stream))
+
+
+def test_zstandard_block_declaring_a_huge_size_is_refused_without_allocating_it():
+    """Found by the mutation campaign: a byte overwrite in a zstandard frame's header made it declare
+    a content size of about 2**57 bytes, and zstandard tried to allocate it (MemoryError)."""
+    import zstandard
+
+    from statemix import container
+    from statemix.models import spec_for_level
+
+    raw = bytes(range(256)) * 64
+    payload = bytearray(zstandard.ZstdCompressor(level=19, write_content_size=False).compress(raw))
+
+    def stream(frame: bytes) -> bytes:
+        return (container.write_header(spec_for_level(1, len(raw)))
+                + container.write_block(container.ZSTANDARD, raw, frame)
+                + container.write_trailer(len(raw), container.crc32(raw)))
+
+    assert statemix.decompress(stream(bytes(payload))) == raw
+    payload[4] |= 0xC0  # the frame header descriptor: an 8-byte content size follows
+    with pytest.raises(StatemixError, match="corrupt stream: zstandard block"):
+        statemix.decompress(stream(bytes(payload)))
