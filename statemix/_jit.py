@@ -14,7 +14,9 @@ on any machine (see the project's determinism notes):
   only the file that defines a kernel, so a kernel whose callee in another file changed (an inlined
   helper, or a kernel it calls) would otherwise be loaded stale: wrong output, or a crash.  Older
   fingerprints' subdirectories are removed once unused for a week.  When no directory can be
-  written, kernels are compiled without a cache rather than failing.
+  written, kernels are compiled without a cache rather than failing.  A kernel is loaded from the
+  cache only when asked for from Python, never while another kernel is compiled against it
+  (:class:`_CacheForTopLevel`: numba's entries compiled against a cached parallel callee crash).
 - ``parallel=True`` is allowed only where a kernel's ``prange`` runs over independent outputs; the
   thread count (``-T``) therefore changes speed, never a bit of output.
 
@@ -25,10 +27,12 @@ commands, never for ``--help``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import shutil
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -99,6 +103,53 @@ _OPTIONS = dict(nogil=True, fastmath=False, cache=CACHE_DIR is not None)
 KERNELS: list = []
 
 
+class _CompileDepth(threading.local):
+    depth = 0  # kernels being compiled on this thread, the one asked for from Python first
+
+
+_COMPILING = _CompileDepth()
+
+
+class _CacheForTopLevel:
+    """A kernel's numba cache that is read only when the kernel itself is asked for from Python.
+
+    numba 0.68 writes a broken cache entry for a kernel compiled against a callee that was loaded
+    from the cache, if that callee contains a parallel region: the entry loads later and calls a
+    null pointer.  statemix hit it as a segfault: ``--model ssm`` once (its training kernels cached),
+    then cm level 2 twice (cm's loop, compiled against them, cached; then loaded).  So a kernel
+    compiled because another kernel is being compiled is compiled again with it, never loaded, and
+    every cache entry holds, self-contained, everything it calls.  Writing is unchanged.
+    """
+
+    def __init__(self, cache):
+        self._cache = cache
+
+    def load_overload(self, sig, target_context):
+        if _COMPILING.depth > 1:
+            return None
+        return self._cache.load_overload(sig, target_context)
+
+    def __getattr__(self, name):
+        return getattr(self._cache, name)
+
+
+def _counting_compiles(dispatcher):
+    """Make ``dispatcher`` count, in _COMPILING, the compiles it is in (see _CacheForTopLevel)."""
+    compile_ = dispatcher.compile
+
+    @functools.wraps(compile_)
+    def compile(sig):
+        _COMPILING.depth += 1
+        try:
+            return compile_(sig)
+        finally:
+            _COMPILING.depth -= 1
+
+    dispatcher.compile = compile
+    dispatcher._cache = _CacheForTopLevel(dispatcher._cache)
+    return dispatcher
+
+
 def kernel(function=None, *, parallel: bool = False, inline: bool = False):
     """Compile ``function`` with statemix's fixed numba options.
 
@@ -111,7 +162,7 @@ def kernel(function=None, *, parallel: bool = False, inline: bool = False):
 
     def compile_(fn):
         extra = {"inline": "always"} if inline else {}
-        dispatcher = numba.njit(parallel=parallel, **extra, **_OPTIONS)(fn)
+        dispatcher = _counting_compiles(numba.njit(parallel=parallel, **extra, **_OPTIONS)(fn))
         KERNELS.append(dispatcher)
         return dispatcher
 

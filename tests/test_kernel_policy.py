@@ -145,3 +145,58 @@ def test_the_kernel_cache_is_keyed_by_the_whole_source(tmp_path):
     helper.write_text(helper.read_text() + "\n# a changed helper\n")
     second, second_dir = fingerprint_and_dir()
     assert second != first and second_dir != first_dir
+
+
+KERNELS_CALLING_A_PARALLEL_ONE = '''
+import sys
+import numpy as np
+from statemix._jit import kernel, prange
+
+
+@kernel(parallel=True)
+def leaf(a, i):
+    for k in prange(a.shape[0]):
+        a[k] += 1.0
+    return a.sum()
+
+
+@kernel
+def middle(a, i):
+    return leaf(a, i) * 2.0
+
+
+@kernel
+def first_caller(a, n):
+    s = 0.0
+    for i in range(n):
+        s += middle(a, i)
+    return s
+
+
+@kernel
+def second_caller(a, n):
+    s = 1.0
+    for i in range(n):
+        s += middle(a, i)
+    return s
+
+
+caller = first_caller if sys.argv[1] == "first" else second_caller
+print(caller(np.zeros(8), 10))
+'''
+
+
+def test_a_kernel_compiled_against_a_cached_parallel_callee_loads_from_the_cache(tmp_path):
+    """numba 0.68 caches a broken kernel when it was compiled against a parallel callee loaded from
+    the cache (a null call when loaded: statemix crashed after `--model ssm`, then cm twice).  Here
+    the first caller caches the callees; the second is compiled against them, then loaded."""
+    script = tmp_path / "kernels.py"
+    script.write_text(KERNELS_CALLING_A_PARALLEL_ONE)
+    env = {**os.environ, "STATEMIX_CACHE_DIR": str(tmp_path / "cache")}
+    outputs = []
+    for caller in ("first", "second", "second", "first"):
+        done = subprocess.run([sys.executable, str(script), caller], capture_output=True, text=True, env=env,
+                              timeout=300)
+        assert done.returncode == 0, (caller, done.returncode, done.stderr[-500:])
+        outputs.append(float(done.stdout))
+    assert outputs == [880.0, 881.0, 881.0, 880.0]
