@@ -1031,6 +1031,20 @@ def test_golden_text_stream():
     assert statemix.decompress(GOLDEN_TEXT) == GOLDEN_INPUT
 
 
+#: statemix.compress(GOLDEN_INPUT, model="ssm") before issue 13 took label smoothing out of the ssm
+#: level-2 preset (the record says smoothing 0.12): it must decode as it did
+GOLDEN_SSM_SMOOTHED = bytes.fromhex(
+    "89534d580201430204ff0020021004022001080a0004140002106f12033b6666663f77be7f3f77cc2b320000a0408fc2"
+    "f53d9a99993e6f12033b2a00000000000000000000020101000ce5ffb5ca01cc031cd15877534f72d4e0f56d4eab9a5e"
+    "073b12c696a855ba4abff5d3d57674233d018d00cc035877534f"
+)
+
+
+def test_golden_ssm_stream_with_label_smoothing_still_decodes():
+    assert statemix.decompress(GOLDEN_SSM_SMOOTHED) == GOLDEN_INPUT
+    assert statemix.compress(GOLDEN_INPUT, model="ssm") != GOLDEN_SSM_SMOOTHED
+
+
 def test_golden_streams_of_the_first_level_2_still_decode():
     assert statemix.decompress(GOLDEN_EMPTY_10_CONTEXTS) == b""
     assert statemix.decompress(GOLDEN_TEXT_10_CONTEXTS) == GOLDEN_INPUT

@@ -47,9 +47,15 @@ NAMES = {SOURCE_COUNTS: "byte distribution (count models)", SOURCE_SSM: "byte di
 Arrays = namedtuple("Arrays", "net acts grads counts lc ts ex freqs lanes cum at")
 
 
+#: what a source keeps of its ssm preset as it was when the source got its id: cm's record names the
+#: source, not its hyper-parameters, so a later retuning of the presets must not reach old streams
+#: (a retuned source needs a new id)
+PINNED = {SOURCE_SSM: dict(smoothing=0.12)}
+
+
 def source_config(source: int, table_bits: int) -> ssm_config.Config:
     """The ssm configuration of ``source`` with 2**``table_bits`` n-gram buckets."""
-    return replace(ssm_config.PRESETS[PRESETS[source]], table_bits=table_bits)
+    return replace(ssm_config.PRESETS[PRESETS[source]], table_bits=table_bits, **PINNED.get(source, {}))
 
 
 class Source:
