@@ -66,8 +66,9 @@ from .bit.mixer import final_set, mixer_predict, mixer_select, mixer_update
 from .bit.sse import apm_predict, apm_update
 from .bit.tables import COUNTER_INIT, LUT_INITIAL, LUT_NEXT, LUT_RUN, lookup_tables, train
 from .modes import DECODE, ENCODE, LEARN
-from .nn.layout import S_USE_SSM
+from .nn.layout import S_TB, S_USE_SSM
 from .protocol import ModelSpec, StageStep, TraceBlock
+from .tokenloop import STAGE_MIXED, STAGE_QUANTIZED, STAGE_SSM, record_stages
 
 MODEL_ID = 1
 
@@ -126,13 +127,14 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup)
     c0 = st[C0]
     bit = st[BIT]
     c1 = st[HIST4] & 0xFF
+    table_bits = st[TABLE_BITS]
     n_ctx = st[N_CTX]
     n_in = st[N_IN]
     if lookup and (bit == 0 or bit == 4):
         region = np.int64(0)
         for k in range(n_ctx):
-            st[BUCKETS + k] = bucket(states, region, st[TABLE_BITS], mix_hash(st[HASHES + k], c0), lut)
-            region += np.int64(1) << st[TABLE_BITS]
+            st[BUCKETS + k] = bucket(states, region, table_bits, mix_hash(st[HASHES + k], c0), lut)
+            region += np.int64(1) << table_bits
     nibble = (c0 & ((1 << (bit & 3)) - 1)) | (1 << (bit & 3))  # 1..15 within the bucket
     st[SLOTS + 0] = c0
     st[SLOTS + 1] = ORDER1_BASE + (c1 << 8) + c0
@@ -221,22 +223,20 @@ def _update(st, counters, states, weights, apm, hist, mtable, aux, lut, inputs, 
     st[C0] = c0
 
 
-#: rows of a byte's stage trace (see _stage_row): the source's SSM softmax, its mixed softmax and
-#: its quantized distribution (over byte values), then P(bit = 1) at every node c0 = 1..255 of the
-#: byte's bit tree, coded and of the mixer (before the APMs), with learning frozen at the byte's start
-STAGE_SSM, STAGE_MIXED, STAGE_QUANTIZED, STAGE_NODES, STAGE_NODES_MIXER = range(5)
-STAGE_ROWS = 5
+#: rows of a byte's stage trace (see _stage_row): the source's rows (:func:`.tokenloop.record_stages`:
+#: its SSM softmax, mixed softmax and quantized distribution over byte values), then P(bit = 1) at
+#: every node c0 = 1..255 of the byte's bit tree, coded and of the mixer (before the APMs), with
+#: learning frozen at the byte's start
+STAGE_NODES, STAGE_NODES_MIXER = STAGE_QUANTIZED + 1, STAGE_QUANTIZED + 2
+STAGE_ROWS = STAGE_NODES_MIXER + 1
 
 
 @kernel(inline=True)
 def _stage_row(st, tb, src, out):
     """Fill one byte's stage trace ``out`` (float32, STAGE_ROWS x 256) before its first bit."""
     if st[SOURCE]:
-        if src.net.sz[S_USE_SSM]:
-            out[STAGE_SSM, :] = src.acts.probs[src.at[0], :256]
-        out[STAGE_MIXED, :] = src.ex[:256]
-        for v in range(256):
-            out[STAGE_QUANTIZED, v] = np.float32(src.freqs[v] / 2.0**30)
+        record_stages(out, src.acts.probs[src.at[0]], src.net.sz[S_USE_SSM], src.ex, src.freqs, 256,
+                      np.float64(1 << src.net.sz[S_TB]))
     _node_predictions(st, tb, src.cum, out[STAGE_NODES], out[STAGE_NODES_MIXER])
 
 
@@ -246,8 +246,9 @@ def _node_predictions(st, tb, cum, coded, mixed):
     ``mixed[c0]``, c0 = 1..255), as the model stands before the byte's first bit.
 
     Diagnostics only (the coder never sees it): nothing is written to the tables, and a bucket not
-    found reads as the empty bucket a lookup would claim (:func:`.bit.contexts.find_bucket`).  On the coded path the model learns
-    between bits and the coder's probabilities differ slightly (mixer weights and APMs learn).
+    found reads as the empty bucket a lookup would claim (:func:`.bit.contexts.find_bucket`).  On
+    the coded path the model learns between bits, so the coder's probabilities differ slightly
+    (mixer weights and APMs learn).
     """
     counters, states, weights, apm, hist, mtable, aux, lut, inputs = tb
     n_ctx = st[N_CTX]

@@ -14,8 +14,8 @@ the tokens with that prefix and a 1 next, over the mass of the prefix).  The cod
 same (the chain rule), so one set of diagnostics (code length, calibration, learning curve) fits
 every model.  ``model.trace_stages(sink)`` reports more: for every coded symbol, the whole
 distribution over the symbol values that each stage of the model gave (a :class:`StageStep` per
-model step), for the softmax diagnostics of :mod:`statemix.calibration`.  ``components`` holds the same probability under one component alone (cm: the mixer
-before the APMs; ssm: the SSM's own softmax), which is what comparisons and ablations need;
+model step), for the softmax diagnostics of :mod:`statemix.calibration`.  ``components`` holds the
+same probability under one component alone (cm: the mixer before the APMs; ssm: the SSM's own softmax), which is what comparisons and ablations need;
 :meth:`Model.ablated` builds a diagnostics-only copy with components switched off.
 """
 

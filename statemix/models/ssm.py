@@ -145,6 +145,7 @@ class Model:
         network = self.network
         net = network.net
         staging = self._stage_sink is not None and mode == ENCODE
+        byte_ends = self._byte_ends(tokens) if staging else None
         V = self.model_config.vocab
         for start in range(0, n, step):
             end = min(n, start + step)
@@ -152,7 +153,7 @@ class Model:
             run_range(mode, tokens, coded, self.rc, net, network.acts, network.grads, self.counts, self.lc,
                       ts, trace, bit_trace, stages, start, end)
             if staging:
-                self._stage_sink(self._stage_step(tokens, start, end, stages))
+                self._stage_sink(self._stage_step(tokens[start:end], byte_ends[start:end], stages))
             if progress is not None:
                 progress(end)
         if bit_trace.shape[0]:
@@ -175,11 +176,11 @@ class Model:
         with the count models, and the quantized distribution the coder uses."""
         self._stage_sink = sink
 
-    def _stage_step(self, tokens: np.ndarray, start: int, end: int, stages: np.ndarray) -> StageStep:
+    def _stage_step(self, tokens: np.ndarray, byte_ends: np.ndarray, stages: np.ndarray) -> StageStep:
         named = {"SSM softmax": stages[:, STAGE_SSM]} if self.config.use_ssm else {}
         named["mixed (SSM and count models)" if self.config.use_ssm else "mixed (count models)"] = stages[:, STAGE_MIXED]
         named["quantized (coded)"] = stages[:, STAGE_QUANTIZED]
-        return StageStep(tokens[start:end].copy(), self._byte_ends(tokens)[start:end], named)
+        return StageStep(tokens.copy(), byte_ends, named)
 
     def _byte_ends(self, tokens: np.ndarray) -> np.ndarray:
         """The index in the block of each token's last byte."""

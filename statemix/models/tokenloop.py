@@ -32,8 +32,20 @@ from .nn.layout import H_PRIOR, S_CALIBRATE, S_MATCH, S_MIXING, S_TABLE_BITS, S_
 from .nn.train import begin_position, end_position
 
 
-#: a token's stage trace (see run_range): the SSM's softmax, the mixed softmax, the quantized one
+#: a token's stage trace (see record_stages): the SSM's softmax, the mixed softmax, the quantized one
 STAGE_SSM, STAGE_MIXED, STAGE_QUANTIZED = range(3)
+
+
+@kernel(inline=True)
+def record_stages(row, probs, use_ssm, ex, freqs, V, total):
+    """Copy a token's distributions into ``row`` (float32, at least 3 x V): the SSM's softmax
+    ``probs`` (only with the SSM), the mixed softmax ``ex``, and ``freqs`` over their ``total``.
+    Shared by this loop and cm's byte-distribution source."""
+    if use_ssm:
+        row[STAGE_SSM, :V] = probs[:V]
+    row[STAGE_MIXED, :V] = ex[:V]
+    for v in range(V):
+        row[STAGE_QUANTIZED, v] = np.float32(freqs[v] / total)
 
 
 @kernel
@@ -166,12 +178,7 @@ def run_range(mode, data, coded, rc, net, acts, grads, counts, lc, ts, trace, bi
                 trace[i, 0] = np.float64(freqs[sym]) / total
                 trace[i, 1] = np.float64(acts.probs[t, sym]) if use_ssm else 1.0 / V
             if stages.shape[0] > 0:
-                row = stages[i - start]
-                if use_ssm:
-                    row[STAGE_SSM, :] = acts.probs[t, :V]
-                row[STAGE_MIXED, :] = ex[:V]
-                for v in range(V):
-                    row[STAGE_QUANTIZED, v] = np.float32(freqs[v] / total)
+                record_stages(stages[i - start], acts.probs[t], use_ssm, ex, freqs, V, total)
             if nbits > 0:
                 _split_bits(freqs, V, sym, nbits, cumf, bit_trace, nbits * i, 0)
                 if use_ssm:

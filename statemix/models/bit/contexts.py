@@ -117,14 +117,18 @@ def context_hash(kind, c4, c8, st, t0, aux, hist, hist_mask, pos):
 
 
 @kernel(inline=True)
+def _candidates(region, table_bits, h):
+    """(first, second, check): the two 16-byte buckets where hash ``h`` may live, and its check byte."""
+    index = (h >> 12) & ((np.int64(1) << (table_bits - 4)) - 1)
+    return region + (index << 4), region + ((index ^ 1) << 4), (h >> 40) & np.int64(0xFF)
+
+
+@kernel(inline=True)
 def find_bucket(states, region, table_bits, h):
     """The bucket :func:`bucket` would return for hash ``h``, without claiming one: if neither
     candidate holds ``h``'s check byte, the empty bucket at the end of ``states`` (its last 16
     bytes, never written), which reads as the cleared bucket :func:`bucket` would hand out."""
-    index = (h >> 12) & ((np.int64(1) << (table_bits - 4)) - 1)
-    check = (h >> 40) & np.int64(0xFF)
-    first = region + (index << 4)
-    second = region + ((index ^ 1) << 4)
+    first, second, check = _candidates(region, table_bits, h)
     if states[first] == check:
         return first
     if states[second] == check:
@@ -135,10 +139,7 @@ def find_bucket(states, region, table_bits, h):
 @kernel(inline=True)
 def bucket(states, region, table_bits, h, lut):
     """Return the index of the first byte of the 16-byte bucket for hash ``h`` in ``region``."""
-    index = (h >> 12) & ((np.int64(1) << (table_bits - 4)) - 1)
-    check = (h >> 40) & np.int64(0xFF)
-    first = region + (index << 4)
-    second = region + ((index ^ 1) << 4)
+    first, second, check = _candidates(region, table_bits, h)
     if states[first] == check:
         return first
     if states[second] == check:
