@@ -56,6 +56,7 @@ from dataclasses import asdict, dataclass, field
 
 import numpy as np
 
+from . import calibration as measures
 from . import container
 from .calibration import StageCalibration, StageStats
 from .codec import BlockCoder
@@ -220,34 +221,18 @@ def hindsight_temperature(p1: np.ndarray, bits: np.ndarray) -> tuple[float, floa
 
 
 def calibration(p1: np.ndarray, bits: np.ndarray, bins: int = 15) -> Calibration:
-    """Calibration figures of binary predictions ``p1`` = P(bit = 1) against the true ``bits``."""
+    """Calibration figures of binary predictions ``p1`` = P(bit = 1) against the true ``bits``: the
+    two-class case of :mod:`statemix.calibration` (the temperature: :func:`hindsight_temperature`)."""
     p1 = np.clip(p1, 1e-12, 1 - 1e-12)
-    p_true = np.where(bits == 1, p1, 1 - p1)
-    nll = float(-np.log2(p_true).mean())
-    entropy = float(-(p1 * np.log2(p1) + (1 - p1) * np.log2(1 - p1)).mean())
+    probs = np.stack([1 - p1, p1], axis=1)
+    bits = np.asarray(bits, dtype=np.int64)
     confidence = np.maximum(p1, 1 - p1)
-    correct = (p1 >= 0.5) == (bits == 1)
-    edges = np.linspace(0.0, 1.0, bins + 1)
-    index = np.clip(np.digitize(confidence, edges[1:-1]), 0, bins - 1)
-    reliability = []
-    ece = 0.0
-    for b in range(bins):
-        mask = index == b
-        count = int(mask.sum())
-        if count:
-            conf, acc = float(confidence[mask].mean()), float(correct[mask].mean())
-            ece += count / len(p1) * abs(acc - conf)
-            reliability.append((conf, acc, count))
-    classwise = 0.0
-    for p_class, is_class in ((p1, bits == 1), (1 - p1, bits == 0)):
-        idx = np.clip(np.digitize(p_class, edges[1:-1]), 0, bins - 1)
-        for b in range(bins):
-            mask = idx == b
-            if mask.any():
-                classwise += mask.sum() / len(p1) * abs(float(is_class[mask].mean()) - float(p_class[mask].mean()))
-    brier = float((2 * (p1 - bits) ** 2).mean())
+    correct = (p1 >= 0.5) == (bits == 1)  # a tie predicts 1
+    ece, reliability = measures.ece_equal_width(confidence, correct, bins)
     temperature, gain = hindsight_temperature(p1, bits)
-    return Calibration(len(p1), nll, entropy, ece, classwise / 2, brier, bins, temperature, gain, reliability)
+    return Calibration(len(p1), measures.nll_bits(probs, bits), measures.entropy_bits(probs), ece,
+                       measures.classwise_ece(probs, bits, bins), measures.brier(probs, bits), bins, temperature,
+                       gain, reliability)
 
 
 def diagnose(data, /, *, level: int | None = None, model: str | None = None, bins: int = 15,
