@@ -17,7 +17,24 @@ from conftest import text_sample  # noqa: E402
 
 
 def probe_input() -> bytes:
-    return text_sample(20_000, seed=3) + bytes(range(256)) * 4 + text_sample(5_000, seed=4)
+    """Text, a one-bit image (the cm model's record and pixel contexts), every byte value, text."""
+    return text_sample(20_000, seed=3) + bitmap(32, 90) + bytes(range(256)) * 4 + text_sample(5_000, seed=4)
+
+
+def bitmap(width: int, rows: int) -> bytes:
+    """A one-bit image of ``rows`` rows of ``width`` bytes, eight pixels a byte: two filled circles
+    over vertical lines at irregular columns."""
+    lines = set(random.Random(5).sample(range(8 * width), 8 * width // 5))
+    out = bytearray()
+    for y in range(rows):
+        for column in range(width):
+            byte = 0
+            for bit in range(8):
+                x = 8 * column + bit
+                inside = (x - 80) ** 2 + (y - 40) ** 2 < 900 or (x - 180) ** 2 + (y - 60) ** 2 < 400
+                byte = (byte << 1) | (inside ^ (x in lines))
+            out.append(byte)
+    return bytes(out)
 
 
 def bpe_input() -> bytes:

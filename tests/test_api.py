@@ -47,16 +47,25 @@ GOLDEN_EMPTY = bytes.fromhex(
     "02"  # format version
     "01"  # arithmetic version
     "0c"  # model record length
-    "01" "0002" "0e10" "0704" "ffcb0700" "01"  # model record: cm (id 1), component set: table_bits,
-    #                   hist_bits, mixers, APMs, mask of context kinds (0-9, 11, 14-18), byte-distribution source
-    "c2870cd7"  # header CRC32
+    "01" "0002" "0e10" "0704" "ffcbe71f" "01"  # model record: cm (id 1), component set: table_bits,
+    #       hist_bits, mixers, APMs, mask of context kinds (0-9, 11, 14-18, 21-28), byte-distribution source
+    "fc59b4b3"  # header CRC32
     "00"  # end block
     "00"  # original length 0
     "00000000"  # CRC32 of no data
 )
-#: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 24 bytes
+#: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 23 bytes
 GOLDEN_TEXT = bytes.fromhex(
-    "89534d580201" "0c" "010002" "0e100704" "ffcb0700" "01" "c2870cd7"  # header, as above
+    "89534d580201" "0c" "010002" "0e100704" "ffcbe71f" "01" "fc59b4b3"  # header, as above
+    "01" "cc03" "17" "59" "5877534f"  # modelled block: raw length 460, payload 23, check, CRC32
+    "801782ef10140833a2661990ab3885b601250fc4586657"  # the range coder's code word
+    "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same, written by level 2 before its record contexts (issue 14: 16 contexts, kinds 0-9, 11,
+#: 14-18): streams of older builds must decode as they did.
+GOLDEN_EMPTY_16_CONTEXTS = bytes.fromhex("89534d5802010c0100020e100704ffcb070001c2870cd7" "00" "00" "00000000")
+GOLDEN_TEXT_16_CONTEXTS = bytes.fromhex(
+    "89534d5802010c0100020e100704ffcb070001c2870cd7"  # header
     "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
     "801782ef10140833a2661990ab3885b601250fc4586656ff"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
@@ -1048,6 +1057,11 @@ def test_golden_ssm_stream_with_label_smoothing_still_decodes():
 def test_golden_streams_of_the_first_level_2_still_decode():
     assert statemix.decompress(GOLDEN_EMPTY_10_CONTEXTS) == b""
     assert statemix.decompress(GOLDEN_TEXT_10_CONTEXTS) == GOLDEN_INPUT
+
+
+def test_golden_streams_of_level_2_before_its_record_contexts_still_decode():
+    assert statemix.decompress(GOLDEN_EMPTY_16_CONTEXTS) == b""
+    assert statemix.decompress(GOLDEN_TEXT_16_CONTEXTS) == GOLDEN_INPUT
 
 
 #: statemix.compress(GOLDEN_INPUT, level=1): 5 contexts, 1 mixer, 1 APM

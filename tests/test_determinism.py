@@ -25,11 +25,11 @@ HERE = Path(__file__).resolve().parent
 
 #: sha256 of determinism_probe.probe_streams(); a change here is a change of format or arithmetic
 GOLDEN = {
-    "oneshot-2": "73b287c23b38da1bc0d97c281f0ad0caa5c90ed2f1f85fd91bd5b32f92f5a17d",
-    "stream-1": "bdf951a779659ac6107cbcbeea41598d15085ccd8fef559f61cde54efdd3bd3d",
-    "stream-3": "d9a3aaaa4c95f66346a43d2db9fbaf5489533d54f4526b9a10257f82448e23ac",
+    "oneshot-2": "25bfd92849d783c67318b49786258eacaaea44a26565f644f9666b230434831d",
+    "stream-1": "6c86654e7a6bda5719aba31a3d8e6e3102f32c6dfa23b1e02b542e390bb4c7a6",
+    "stream-3": "1cc26bd3c11f854a364da32fe63b78eca818771cce27b1d3ba164169089e85cd",
     "ssm": "639411e82b42d2ecd0741ca592c7d04565f60511951d1a2ed4f36e283bb7170a",
-    "ssm-1": "e958dc21722c836a2eeab4d5d5ab556696c50de121ce35aa2fa0421473113418",
+    "ssm-1": "f5bdebd8598fa6e3aa2368b8084d4c9c397c237e7a979e624eca204b9829e9f3",
     "ssm-bpe": "66b6085690e9966b1929c9a8d4aa790e7d1990a93904ada6be13829e6b101225",
 }
 #: length of the stream of the ssm bpe preset (a parallel preset: V = 4,712 tokens)

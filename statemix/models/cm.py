@@ -37,9 +37,9 @@ instead of modelled): the three differ only in where each bit comes from and whe
 It runs any range of a block: the coder and all model state live in arrays (the state: one int64
 array laid out by :data:`STATE_FIELDS`).
 
-Memory (bytes): n * 2**table_bits (histories) + 2**hist_bits (history) + 2**hist_bits (match table,
+Memory (bytes): n * 2**table_bits (histories; a record context's an eighth) + 2**hist_bits (history) + 2**hist_bits (match table,
 int32 per 4 bytes of history) + 8.25 MiB per APM + about 1.5 MiB (order-1 counters, weights, the
-text state's indirect tables).
+text state's indirect tables, the record detector's counts).
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ from ..coder import new_state as new_coder_state
 from ..quantize import binary_frequency
 from . import presets
 from ._snapshot import put_back, take
-from .bit import contexts, distribution, match, mixer, sse, text
+from .bit import contexts, distribution, image, match, mixer, record, sse, text
 from .bit.contexts import bucket, context_hash, find_bucket
 from .bit.distribution import source_begin, source_input, source_learn
 from .bit.hashing import mix_hash, order6_hash
@@ -77,6 +77,7 @@ FIRST_RECORD_KINDS, FIRST_RECORD_RUNS = 10, 9  # contexts and run inputs a first
 LIMIT_DIRECT = 1023  # counter confidence cap (order 1, state maps, match)
 LIMIT_ORDER0 = 3  # counter confidence cap of the order-0 contexts: they follow the last few bits
 N_MIXERS = mixer.N_MIXERS
+RECORD_TABLE_SHIFT = 3  # the record contexts' regions are 2**-RECORD_TABLE_SHIFT of the others'
 APM_OFF = 62  # ablation bit that skips the APMs (the others switch off inputs by index)
 
 # Counter array layout: [order 0: 256][order 1: 65536][match: 64][state maps: n x 256].
@@ -96,9 +97,11 @@ SCALARS = ("c0 hist4 hist8 pos bit p_mix table_bits hist_bits ablate n_ctx n_run
 #: offset :func:`_layout` computes from its size (n contexts: at most N_HASHED).  One array, not a
 #: named tuple of arrays: a named tuple's fields cost atomic reference counts per bit (measured: the
 #: model ran 2.5 times slower), and one array lets the kernels' loads and stores be told apart.
-STATE_FIELDS = (("scalars", len(SCALARS)), ("kinds", N_HASHED), ("orders", N_HASHED), ("hashes", N_HASHED), ("buckets", N_HASHED),
+STATE_FIELDS = (("scalars", len(SCALARS)), ("kinds", N_HASHED), ("orders", N_HASHED), ("hashes", N_HASHED),
+                ("idle", N_HASHED), ("regions", N_HASHED), ("region_bits", N_HASHED), ("buckets", N_HASHED),
                 ("state_slots", N_HASHED), ("slots", 2 + N_HASHED), ("match", match.STATE_SIZE),
-                ("mixers", mixer.STATE_SIZE), ("apms", sse.STATE_SIZE), ("text", text.TEXT_SIZE))
+                ("mixers", mixer.STATE_SIZE), ("apms", sse.STATE_SIZE), ("text", text.TEXT_SIZE),
+                ("record", record.STATE_SIZE))
 
 
 def _layout(fields) -> dict:
@@ -112,9 +115,12 @@ def _layout(fields) -> dict:
 
 
 _AT = _layout(STATE_FIELDS)
-KINDS, ORDERS, HASHES, BUCKETS, STATE_SLOTS, SLOTS = (_AT[k] for k in ("kinds", "orders", "hashes", "buckets",
-                                                                        "state_slots", "slots"))
-MATCH, MIXERS, APMS, TEXT, STATE_SIZE = _AT["match"], _AT["mixers"], _AT["apms"], _AT["text"], _AT["size"]
+KINDS, ORDERS, HASHES, IDLE, REGIONS, REGION_BITS, BUCKETS, STATE_SLOTS, SLOTS = (
+    _AT[k] for k in ("kinds", "orders", "hashes", "idle", "regions", "region_bits", "buckets", "state_slots", "slots"))
+MATCH, MIXERS, APMS, TEXT, RECORD, STATE_SIZE = (_AT[k] for k in ("match", "mixers", "apms", "text", "record", "size"))
+#: the int32 array ``aux``: the text state's tables (:mod:`.bit.text`), then the record detector's
+RECORD_AUX = text.AUX_SIZE
+AUX_SIZE = text.AUX_SIZE + record.AUX_SIZE
 
 
 @kernel(inline=True)
@@ -127,14 +133,18 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup)
     c0 = st[C0]
     bit = st[BIT]
     c1 = st[HIST4] & 0xFF
-    table_bits = st[TABLE_BITS]
     n_ctx = st[N_CTX]
     n_in = st[N_IN]
-    if lookup and (bit == 0 or bit == 4):
-        region = np.int64(0)
+    if lookup:
         for k in range(n_ctx):
-            st[BUCKETS + k] = bucket(states, region, table_bits, mix_hash(st[HASHES + k], c0), lut)
-            region += np.int64(1) << table_bits
+            if not st[IDLE + k]:
+                if image.per_bit(st[KINDS + k]):
+                    h = image.pixel_hash(st[KINDS + k], hist, (np.int64(1) << st[HIST_BITS]) - 1, st[POS],
+                                         st[RECORD + record.LENGTH], c0, c1, bit)
+                    st[BUCKETS + k] = bucket(states, st[REGIONS + k], st[REGION_BITS + k], h, lut)
+                elif bit == 0 or bit == 4:
+                    st[BUCKETS + k] = bucket(states, st[REGIONS + k], st[REGION_BITS + k],
+                                             mix_hash(st[HASHES + k], c0), lut)
     nibble = (c0 & ((1 << (bit & 3)) - 1)) | (1 << (bit & 3))  # 1..15 within the bucket
     st[SLOTS + 0] = c0
     st[SLOTS + 1] = ORDER1_BASE + (c1 << 8) + c0
@@ -143,8 +153,8 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup)
     known = 0  # hashed contexts seen before
     order = 0  # the longest order among them
     for k in range(n_ctx):
-        slot = st[BUCKETS + k] + nibble
-        state = np.int64(states[slot])
+        slot = st[BUCKETS + k] + (1 if image.per_bit(st[KINDS + k]) else nibble)
+        state = np.int64(states[slot]) if not st[IDLE + k] else np.int64(0)
         st[STATE_SLOTS + k] = slot
         st[SLOTS + 2 + k] = STATE_MAP_BASE + k * 256 + state
         if k < n_runs:
@@ -154,6 +164,9 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup)
             order = max(order, st[ORDERS + k])
     for k in range(2 + n_ctx):
         inputs[k] = lut[np.int64(counters[st[SLOTS + k]]) >> 20]
+    for k in range(n_ctx):
+        if st[IDLE + k]:  # an idle context gives nothing and learns nothing (see _update)
+            inputs[2 + k] = 0
     inputs[2 + n_ctx] = match_predict(st, MATCH, hist, st[HIST_BITS], counters, MATCH_SM_BASE, lut, c0, bit)
     if st[SOURCE]:
         inputs[n_in - 2] = source_input(cum, c0, bit, lut)
@@ -167,12 +180,12 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup)
     predicting = match_state(st, MATCH)
     expected = match_expected(st, MATCH, hist, st[HIST_BITS]) if predicting > 0 else np.int64(-1)
     mixer_select(st, MIXERS, n_in, n_ctx, st[N_MIX], predicting, expected, st[MATCH + match.LEN], c0, c1,
-                 (st[HIST4] >> 8) & 0xFF, known, order, bit, st[TEXT + text.MARKUP])
+                 (st[HIST4] >> 8) & 0xFF, known, order, bit, st[TEXT + text.MARKUP], st[RECORD + record.WINDOW])
     final = final_set(n_ctx, n_in, c0)
     p_mix = mixer_predict(weights, inputs, n_in, st, MIXERS, st[N_MIX], final, lut)
     st[P_MIX] = p_mix
     n_apm = st[N_APM]
-    p_apm = apm_predict(apm, st, APMS, n_apm, p_mix, c0, c1, st[HIST4], expected, lut)
+    p_apm = apm_predict(apm, st, APMS, n_apm, p_mix, c0, c1, st[HIST4], expected, st[RECORD + record.WINDOW], lut)
     if (ablate >> APM_OFF) & 1:
         return binary_frequency(p_mix)
     return binary_frequency((2 * p_mix + (14 * p_apm) // n_apm) >> 4)
@@ -192,8 +205,13 @@ def _end_of_byte(st, hist, mtable, aux, byte):
     c4 = st[HIST4]
     c8 = st[HIST8]
     text.text_update(st, TEXT, aux, pos, byte, (c4 >> 8) & 0xFF, (c4 >> 16) & 0xFF)
+    record.record_update(st, RECORD, aux, RECORD_AUX, pos - 1, byte)
+    record.window(st, RECORD, hist, hist_mask, pos)
+    idle = st[RECORD + record.LENGTH] == 0
     for k in range(st[N_CTX]):
-        st[HASHES + k] = context_hash(st[KINDS + k], c4, c8, st, TEXT, aux, hist, hist_mask, pos)
+        kind = st[KINDS + k]
+        st[HASHES + k] = context_hash(kind, c4, c8, st, TEXT, RECORD, aux, hist, hist_mask, pos)
+        st[IDLE + k] = idle and contexts.needs_record(kind)
     match_update(st, MATCH, hist, mtable, hist_bits, pos, byte, order6_hash(c4, c8))
 
 
@@ -203,11 +221,11 @@ def _update(st, counters, states, weights, apm, hist, mtable, aux, lut, inputs, 
     n_ctx = st[N_CTX]
     train(counters, st[SLOTS + 0], bit, LIMIT_ORDER0, lut)
     train(counters, st[SLOTS + 1], bit, LIMIT_DIRECT, lut)
-    for k in range(2, 2 + n_ctx):
-        train(counters, st[SLOTS + k], bit, LIMIT_DIRECT, lut)
     for k in range(n_ctx):
-        slot = st[STATE_SLOTS + k]
-        states[slot] = lut[LUT_NEXT + 2 * np.int64(states[slot]) + bit]
+        if not st[IDLE + k]:
+            train(counters, st[SLOTS + 2 + k], bit, LIMIT_DIRECT, lut)
+            slot = st[STATE_SLOTS + k]
+            states[slot] = lut[LUT_NEXT + 2 * np.int64(states[slot]) + bit]
     match_train(st, MATCH, counters, bit, lut)
     n_in = st[N_IN]
     final = final_set(n_ctx, n_in, st[C0])
@@ -252,7 +270,6 @@ def _node_predictions(st, tb, cum, coded, mixed):
     """
     counters, states, weights, apm, hist, mtable, aux, lut, inputs = tb
     n_ctx = st[N_CTX]
-    table_bits = st[TABLE_BITS]
     scratch = st.copy()
     found = np.empty((16, n_ctx), dtype=np.int64)  # per nibble node 1..15 (bits 0 and 4)
     for node in range(1, 256):
@@ -264,13 +281,15 @@ def _node_predictions(st, tb, cum, coded, mixed):
         scratch[BIT] = bit
         if bit == 0 or bit == 4:
             key = 0 if bit == 0 else node & 15
-            region = np.int64(0)
             for k in range(n_ctx):
-                found[key, k] = find_bucket(states, region, table_bits, mix_hash(st[HASHES + k], node))
-                region += np.int64(1) << table_bits
+                found[key, k] = find_bucket(states, st[REGIONS + k], st[REGION_BITS + k], mix_hash(st[HASHES + k], node))
         ancestor = 0 if bit < 4 else (node >> (bit - 4)) & 15
         for k in range(n_ctx):
             scratch[BUCKETS + k] = found[ancestor, k]
+            if image.per_bit(st[KINDS + k]):
+                h = image.pixel_hash(st[KINDS + k], hist, (np.int64(1) << st[HIST_BITS]) - 1, st[POS],
+                                     st[RECORD + record.LENGTH], node, st[HIST4] & 0xFF, bit)
+                scratch[BUCKETS + k] = find_bucket(states, st[REGIONS + k], st[REGION_BITS + k], h)
         p = _predict(scratch, counters, states, weights, apm, hist, lut, inputs, cum, False)
         p_mix = scratch[P_MIX]
         coded[node] = np.float32(p / 65536.0)
@@ -364,6 +383,11 @@ class Config:
         return tuple(range(self.contexts)) if self.kinds is None else tuple(self.kinds)
 
     @property
+    def has_records(self) -> bool:
+        """Whether the model has record contexts (and so the record selectors: .bit.mixer, .bit.sse)."""
+        return any(contexts.needs_record(kind) for kind in self.context_kinds)
+
+    @property
     def run_inputs(self) -> int:
         return min(self.contexts, FIRST_RECORD_RUNS) if self.kinds is None else self.contexts
 
@@ -413,9 +437,20 @@ class Config:
     def memory_bytes(self) -> int:
         """Upper bound of the model's memory, in bytes."""
         counters = STATE_MAP_BASE + self.contexts * 256
-        words = counters + sse.rows(self.apms) * sse.BUCKETS + mixer.sets(self.contexts) * self.inputs + 256 * N_MIXERS
-        return (4 * (words + text.AUX_SIZE) + (self.contexts << self.table_bits) + (1 << self.hist_bits)
+        words = counters + sse.rows(self.apms, self.has_records) * sse.BUCKETS + mixer.sets(self.contexts) * self.inputs + 256 * N_MIXERS
+        return (4 * (words + AUX_SIZE) + self.history_bytes + (1 << self.hist_bits)
                 + 4 * (1 << (self.hist_bits - 2)) + distribution.memory_bytes(self.source, self.source_table_bits))
+
+    def region_bits(self, kind: int) -> int:
+        """log2 of the bytes of bit-history states of context ``kind``: ``table_bits``, and an eighth of
+        that for the record contexts (binary data is rarely as varied as text, and a table there
+        did not pay for its memory: bench/RESULTS.md, issue 14)."""
+        return self.table_bits - (RECORD_TABLE_SHIFT if contexts.needs_record(kind) else 0)
+
+    @property
+    def history_bytes(self) -> int:
+        """Bytes of the bit-history table: every context's region."""
+        return sum(1 << self.region_bits(kind) for kind in self.context_kinds)
 
     @property
     def source_table_bits(self) -> int:
@@ -466,6 +501,12 @@ def new_state(config: Config) -> np.ndarray:
     st[SOURCE] = config.source
     st[KINDS:KINDS + config.contexts] = config.context_kinds
     st[ORDERS:ORDERS + config.contexts] = [contexts.ORDERS[kind] for kind in config.context_kinds]
+    st[IDLE:IDLE + config.contexts] = [contexts.needs_record(kind) for kind in config.context_kinds]  # no record yet
+    bits = [config.region_bits(kind) for kind in config.context_kinds]
+    st[REGION_BITS:REGION_BITS + config.contexts] = bits
+    st[REGIONS:REGIONS + config.contexts] = np.cumsum([0] + [1 << b for b in bits])[:-1]
+    st[RECORD + record.USED] = config.has_records
+    st[RECORD + record.WINDOW] = -1
     return st
 
 
@@ -480,12 +521,12 @@ class Model:
         self.counters = np.full(STATE_MAP_BASE + config.contexts * 256, COUNTER_INIT, dtype=np.uint32)
         self.counters[STATE_MAP_BASE:] = np.tile(self.lut[LUT_INITIAL : LUT_INITIAL + 256], config.contexts)
         # the histories, then the empty bucket that read-only lookups return (contexts.find_bucket)
-        self.states = np.zeros((config.contexts << config.table_bits) + 16, dtype=np.uint8)
+        self.states = np.zeros(config.history_bytes + 16, dtype=np.uint8)
         self.weights = mixer.initial_weights(mixer.sets(config.contexts), config.inputs, config.mixers)
-        self.apm = sse.initial_apm(config.apms)
+        self.apm = sse.initial_apm(config.apms, config.has_records)
         self.hist = np.zeros(1 << config.hist_bits, dtype=np.uint8)
         self.mtable = np.zeros(1 << (config.hist_bits - 2), dtype=np.int32)
-        self.aux = text.new_aux()
+        self.aux = np.zeros(AUX_SIZE, dtype=np.int32)
         self.source = distribution.Source(config.source, config.source_table_bits) if config.source else None
         self.rc = new_coder_state()
         self.inputs = np.zeros(config.inputs, dtype=np.int64)

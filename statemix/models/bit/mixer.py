@@ -11,6 +11,9 @@ weights in units of 2**-16) by a small context::
     3  the match model's expected byte and length bucket while it
        predicts (4 x 256), else c0 (256)                             1280
     4  markup state (4 bits), class of c1 (3 bits), bit position     1024
+       or, while a record is found (models with record contexts):
+       the 3 pixels above the current one, the one left of it, and
+       the bit position (see ``window``)                               128 more, after 6's
     5  a 16-bit hash of (c2, c1, bit position)                       65536
     6  the longest order with history (0..8, see .contexts.ORDERS),
        bit position, match state                                     9 x 8 x 4
@@ -45,6 +48,7 @@ MIXER3_ROWS = 5 * 256  # mixer 3: (expected byte x 4 length buckets), else c0
 MIXER4_ROWS = 1024  # mixer 4: (markup state, class of c1, bit position)
 MIXER5_ROWS = 65536  # mixer 5: hash of (c2, c1, bit position)
 MIXER6_ROWS = 9 * 8 * 4  # mixer 6: (longest order, bit position, match state)
+MIXER4_RECORD_ROWS = 16 * 8  # mixer 4 while a record is found: (3 pixels above, 1 left, bit position)
 FINAL_RATE = 2
 MIXER_RATE = 4  # mixer learning rate (scale: see module docstring)
 MIXER_SKIP = 1024  # mixers skip training when |bit - p| < MIXER_SKIP / 2**16
@@ -56,7 +60,8 @@ STATE_SIZE = 3 * N_MIXERS
 @kernel(inline=True)
 def sets(max_contexts):
     """Weight sets (rows) of all the mixers for up to ``max_contexts`` hashed contexts."""
-    return MIXER2_SETS + (max_contexts + 1) * 8 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS
+    return (MIXER2_SETS + (max_contexts + 1) * 8 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS
+            + MIXER4_RECORD_ROWS)
 
 
 @kernel(inline=True)
@@ -75,12 +80,15 @@ def initial_weights(n_sets: int, n_in: int, n_mix: int) -> np.ndarray:
 
 
 @kernel(inline=True)
-def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c0, c1, c2, known, order, bit, markup):
+def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c0, c1, c2, known, order, bit, markup,
+                 window):
     """Pick each mixer's weight row (stored as the index of its first weight).
 
     ``expected``: the match model's expected byte while it predicts (``match_state`` > 0);
     ``markup``: the text state's MARKUP word (:mod:`.text`); ``known``: how many hashed contexts
-    have history, ``order``: the longest order among them.
+    have history, ``order``: the longest order among them; ``window``: -1, or while a record is
+    found the 10 bits one record back around the current byte (:mod:`.record`), whose bits
+    ``7 - bit .. 9 - bit`` are the pixels above-right, above and above-left of the current bit.
     """
     st[x0 + 0] = (match_state * 256 + c0) * n_in
     st[x0 + 1] = (MIXER1_SETS + c1 + ((c2 << 2) & 0x300)) * n_in
@@ -91,7 +99,12 @@ def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c
         row = length * 256 + expected if match_state > 0 else 1024 + c0
         st[x0 + 3] = (mixer3 + row) * n_in
     if n_mix > 4:
-        st[x0 + 4] = (mixer3 + MIXER3_ROWS + ((markup & 15) << 6) + (char_class(c1) << 3) + bit) * n_in
+        if window >= 0:
+            left = c0 & 1 if bit > 0 else c1 & 1
+            row = MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS + (((((window >> (7 - bit)) & 7) << 1) | left) << 3) + bit
+        else:
+            row = ((markup & 15) << 6) + (char_class(c1) << 3) + bit
+        st[x0 + 4] = (mixer3 + MIXER3_ROWS + row) * n_in
     if n_mix > 5:
         order2 = (((((c2 << 8) | c1) << 3) | bit) * np.int64(2654435761) >> 8) & 65535
         st[x0 + 5] = (mixer3 + MIXER3_ROWS + MIXER4_ROWS + order2) * n_in

@@ -2,7 +2,9 @@
 
 Up to four APMs (the first ``n_apm``), keyed by (``c1``, ``c0``); by a 16-bit hash of (``c2``,
 ``c1``, ``c0``); by (the match model's expected byte, ``c0``) while it predicts, else ``c0`` alone; and
-by a 16-bit hash of (``c3``, ``c2``, ``c1``, ``c0``).  Each selects a row of 33 buckets (P(1) in units of 2**-16, initially squash of the bucket centre) over
+by a 16-bit hash of (``c3``, ``c2``, ``c1``, ``c0``).  In a model with record contexts, while a record
+is found, the first is keyed instead by a 16-bit hash of the bits one record back around the current
+byte (``window``, :mod:`.record`) and ``c0``, in 65,536 rows of its own after the others.  Each selects a row of 33 buckets (P(1) in units of 2**-16, initially squash of the bucket centre) over
 ``stretch(p_mix)``; a prediction interpolates the two buckets around ``stretch(p_mix)`` (weights in
 units of 2**-12) and the bucket nearer to it learns: ``a += (y * 2**16 - a) >> APM_RATE``.  The coded
 probability is ``(2 p_mix + 14 mean(p_apm)) / 16`` (see cm).
@@ -25,14 +27,15 @@ N_APMS = 4
 STATE_SIZE = 4  # per APM: the bucket it trains this bit, in the state array from a0
 
 
-def rows(n_apm: int) -> int:
-    """Rows of ``n_apm`` APMs: 65,536 each, and 256 more for the match APM's rows without a match."""
-    return n_apm * 65536 + (256 if n_apm >= 3 else 0)
+def rows(n_apm: int, records: bool = False) -> int:
+    """Rows of ``n_apm`` APMs: 65,536 each, and 256 more for the match APM's rows without a match,
+    and with ``records`` (a model with record contexts) 65,536 for the record rows."""
+    return n_apm * 65536 + (256 if n_apm >= 3 else 0) + (65536 if records else 0)
 
 
-def initial_apm(n_apm: int) -> np.ndarray:
+def initial_apm(n_apm: int, records: bool = False) -> np.ndarray:
     """A new table: every bucket at its initial value (stored as departures from it: zeros)."""
-    return np.zeros(rows(n_apm) * BUCKETS, dtype=np.int32)
+    return np.zeros(rows(n_apm, records) * BUCKETS, dtype=np.int32)
 
 
 @kernel(inline=True)
@@ -42,10 +45,11 @@ def _initial(lut, bucket):
 
 
 @kernel(inline=True)
-def apm_predict(apm, st, a0, n_apm, p_mix, c0, c1, hist4, expected, lut):
+def apm_predict(apm, st, a0, n_apm, p_mix, c0, c1, hist4, expected, window, lut):
     """Return the sum of the APMs' probabilities; remember the bucket each one trains.
 
-    ``expected``: the match model's expected byte while it predicts, else -1.
+    ``expected``: the match model's expected byte while it predicts, else -1; ``window``: the record
+    window (:mod:`.record`) while a record is found in a model with record contexts, else -1.
     """
     position = (stretch(lut, p_mix) + 2048) * 32
     low = position >> 12
@@ -53,7 +57,9 @@ def apm_predict(apm, st, a0, n_apm, p_mix, c0, c1, hist4, expected, lut):
     order2 = ((((hist4 & 0xFFFF) << 8) | c0) * np.int64(0x9E3779B1) >> 20) & 0xFFFF
     p_apm = np.int64(0)
     for a in range(n_apm):
-        if a == 0:
+        if a == 0 and window >= 0:
+            key = n_apm * 65536 + (256 if n_apm >= 3 else 0) + ((((window << 8) | c0) * np.int64(0x9E3779B1) >> 20) & 0xFFFF)
+        elif a == 0:
             key = (c1 << 8) + c0
         elif a == 1:
             key = 65536 + order2

@@ -29,10 +29,6 @@ TEXT_SIZE = 8
 AUX_SIZE = 256 + 65536
 
 
-def new_aux() -> np.ndarray:
-    return np.zeros(AUX_SIZE, dtype=np.int32)
-
-
 @kernel(inline=True)
 def char_class(byte):
     """The 3-bit character class of ``byte`` (see the module docstring)."""

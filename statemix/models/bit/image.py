@@ -1,0 +1,68 @@
+"""One-bit image contexts: the pixels around the current bit, for bitmaps whose rows are records.
+
+A one-bit image (a fax page: Calgary pic) stores 8 pixels per byte, most significant bit first, and
+its rows one after another; :mod:`.record` finds the row length ``w`` in bytes.  The pixel coded by
+bit ``j`` of the byte at position ``pos`` is then column ``x = 8 * column + j``, and the pixels it
+depends on are its neighbours: the ones before it in its row, and the ones around column ``x`` in
+the rows above.  The byte contexts of :mod:`.contexts` see them only through whole bytes; these
+contexts are the exact neighbourhoods, one per bit, like the templates of JBIG::
+
+    kind 27 "pixels"        row 0: x-1 .. x-4;  row 1: x-2 .. x+2;  row 2: x-1 .. x+1       (12 pixels)
+    kind 28 "pixels wide"   row 0: x-1 .. x-7;  row 1: x-3 .. x+3;  row 2: x-2 .. x+2;
+                            row 3: x                                                      (20 pixels)
+
+(row r: r rows up; a pixel outside the stream's start reads 0).  Such a context is looked up at
+every bit, not at nibble boundaries, and uses the first bit-history state of its bucket.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..._jit import kernel
+from .hashing import mix_hash
+
+FIRST_PIXEL_KIND = 27
+
+
+@kernel(inline=True)
+def per_bit(kind):
+    """Whether context ``kind`` is a pixel context, looked up at every bit."""
+    return kind >= FIRST_PIXEL_KIND
+
+
+@kernel(inline=True)
+def _pixel(hist, hist_mask, pos, width, c0, c1, bit, row, offset):
+    """The pixel ``row`` rows up and ``offset`` columns right of the current bit's (0 or 1)."""
+    if row == 0:  # offset < 0: earlier pixels of this row, in c0 and then c1
+        back = -offset
+        if back <= bit:
+            return (c0 >> (back - 1)) & 1
+        return (c1 >> (back - bit - 1)) & 1
+    at = bit + offset  # pixel index from the first pixel of the byte above
+    byte = pos - row * width + (at >> 3)
+    if byte < 0:
+        return np.int64(0)
+    return (np.int64(hist[byte & hist_mask]) >> (7 - (at & 7))) & 1
+
+
+@kernel(inline=True)
+def pixel_hash(kind, hist, hist_mask, pos, width, c0, c1, bit):
+    """The hash of pixel context ``kind`` for the current bit (see the module docstring)."""
+    h = np.int64(0)
+    if kind == FIRST_PIXEL_KIND:
+        for k in range(1, 5):
+            h = (h << 1) | _pixel(hist, hist_mask, pos, width, c0, c1, bit, 0, -k)
+        for k in range(-2, 3):
+            h = (h << 1) | _pixel(hist, hist_mask, pos, width, c0, c1, bit, 1, k)
+        for k in range(-1, 2):
+            h = (h << 1) | _pixel(hist, hist_mask, pos, width, c0, c1, bit, 2, k)
+    else:
+        for k in range(1, 8):
+            h = (h << 1) | _pixel(hist, hist_mask, pos, width, c0, c1, bit, 0, -k)
+        for k in range(-3, 4):
+            h = (h << 1) | _pixel(hist, hist_mask, pos, width, c0, c1, bit, 1, k)
+        for k in range(-2, 3):
+            h = (h << 1) | _pixel(hist, hist_mask, pos, width, c0, c1, bit, 2, k)
+        h = (h << 1) | _pixel(hist, hist_mask, pos, width, c0, c1, bit, 3, 0)
+    return mix_hash(h, (kind + 6) << 40)  # salts 33 and 34
