@@ -14,6 +14,9 @@ components live in :mod:`.bit`, one job per module, in the order of the data flo
    state per bit in its own region of the bit-history table; a counter per (context, state) - the
    "state map" - learns what each history really predicts.  Each state also gives a fixed "run"
    input: +-64 per bit seen (up to 16) when the history holds only 1s (+) or only 0s (-), else 0.
+   The record contexts (:mod:`.bit.record` finds the record length from the history; the pixel
+   contexts of :mod:`.bit.image` are looked up at every bit) are idle while no record is found: no
+   lookup, input 0, nothing trained.  Their regions are 2**-RECORD_TABLE_SHIFT of the others'.
 3. Match model (:mod:`.bit.match`): the byte after the most recent earlier occurrence of the last
    bytes.
 4. Mixing (:mod:`.bit.mixer`): up to seven mixers with selected weight sets and a final mixer, each
