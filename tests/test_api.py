@@ -1076,6 +1076,13 @@ GOLDEN_TEXT_LEVEL1 = bytes.fromhex(
 #: statemix.compress(GOLDEN_INPUT, level=3): level 2's record but for its byte-distribution source,
 #: the SSM with the count models (02)
 GOLDEN_TEXT_LEVEL3 = bytes.fromhex(
+    "89534d5802010c0100020e100704ffcbe71f02" "4608bd2a"  # header: level 3 model record, CRC32
+    "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
+    "80179106bbd6e438a386be8fd8ce647478b0e2fb17877017"  # the range coder's code word
+    "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same before level 3 had its record contexts (issue 14): it must decode as it did.
+GOLDEN_TEXT_LEVEL3_16_CONTEXTS = bytes.fromhex(
     "89534d5802010c0100020e100704ffcb070002" "78d6054e"  # header: level 3 model record, CRC32
     "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
     "80179106bbd6e438a386be8fd8ce647478b0e2fb17877016"  # the range coder's code word
@@ -1091,3 +1098,4 @@ def test_golden_streams_at_every_level():
     for level, golden in ((1, GOLDEN_TEXT_LEVEL1), (3, GOLDEN_TEXT_LEVEL3)):
         assert statemix.compress(GOLDEN_INPUT, level=level) == golden
         assert statemix.decompress(golden) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_16_CONTEXTS) == GOLDEN_INPUT

@@ -43,7 +43,7 @@ def test_memory_limit():
 
 
 @pytest.mark.parametrize("model,level,hint,words", [
-    ("cm", 2, None, "cm level 2 (16 contexts of 16 MiB: order 2, order 3,"),
+    ("cm", 2, None, "cm level 2 (24 contexts of 16 MiB, 8 of them record contexts of 2 MiB: order 2, order 3,"),
     ("cm", 1, 5000, "cm level 1 (5 contexts of"),
     ("cm", 3, None, "cm level 3 ("),
     ("ssm", 1, None, "ssm level 1 (count models only"),

@@ -67,9 +67,10 @@ def window(st, r0, hist, hist_mask, pos):
 @kernel(inline=True)
 def _bit_length(n):
     bits = 0
-    while n > 0:
+    rest = n
+    while rest > 0:
         bits += 1
-        n >>= 1
+        rest >>= 1
     return bits
 
 
