@@ -46,23 +46,18 @@ def _pixel(hist, hist_mask, pos, width, c0, c1, bit, row, offset):
     return (np.int64(hist[byte & hist_mask]) >> (7 - (at & 7))) & 1
 
 
+#: each pixel context's template, in hash order: (row, first offset, pixels, step) per run of pixels
+TEMPLATES = np.array([
+    [[0, -1, 4, -1], [1, -2, 5, 1], [2, -1, 3, 1], [3, 0, 0, 1]],  # kind 27: 12 pixels
+    [[0, -1, 7, -1], [1, -3, 7, 1], [2, -2, 5, 1], [3, 0, 1, 1]],  # kind 28: 20 pixels
+], dtype=np.int64)
+
+
 @kernel(inline=True)
 def pixel_hash(kind, hist, hist_mask, pos, width, c0, c1, bit):
     """The hash of pixel context ``kind`` for the current bit (see the module docstring)."""
     h = np.int64(0)
-    if kind == FIRST_PIXEL_KIND:
-        for k in range(1, 5):
-            h = (h << 1) | _pixel(hist, hist_mask, pos, width, c0, c1, bit, 0, -k)
-        for k in range(-2, 3):
-            h = (h << 1) | _pixel(hist, hist_mask, pos, width, c0, c1, bit, 1, k)
-        for k in range(-1, 2):
-            h = (h << 1) | _pixel(hist, hist_mask, pos, width, c0, c1, bit, 2, k)
-    else:
-        for k in range(1, 8):
-            h = (h << 1) | _pixel(hist, hist_mask, pos, width, c0, c1, bit, 0, -k)
-        for k in range(-3, 4):
-            h = (h << 1) | _pixel(hist, hist_mask, pos, width, c0, c1, bit, 1, k)
-        for k in range(-2, 3):
-            h = (h << 1) | _pixel(hist, hist_mask, pos, width, c0, c1, bit, 2, k)
-        h = (h << 1) | _pixel(hist, hist_mask, pos, width, c0, c1, bit, 3, 0)
+    for run in TEMPLATES[kind - FIRST_PIXEL_KIND]:
+        for k in range(run[2]):
+            h = (h << 1) | _pixel(hist, hist_mask, pos, width, c0, c1, bit, run[0], run[1] + k * run[3])
     return mix_hash(h, (kind + 6) << 40)  # salts 33 and 34
