@@ -8,7 +8,9 @@ written as the model's code word leaves the model as it was (format version 2): 
 snapshot of the model before modelling a block and restores it when another coding wins, and a block
 that zstandard level 1 cannot shrink by 2% is not modelled at all.  Decoding a stored or zstandard
 block therefore costs what zstandard costs, never a model pass.  (Version 1 streams, whose models
-learned every block, are still read: their decoder replays such blocks through the model.)
+learned every block, are still read: their decoder replays such blocks through the model.)  A block
+that :func:`statemix.x86.pays` takes for x86 code is modelled after the x86 transform (block kind
+"modelled x86"); the model then learns the transformed bytes.
 
 :class:`Decompressor` reads one stream, in any pieces, and releases a block's data only after its
 CRC32 matched.  Before building a model it checks the model's memory bound against ``memory_limit``.
@@ -165,7 +167,7 @@ class Compressor(Unpicklable):
         self._blocks += 1
         self._length += len(raw)
         self._crc = container.crc32(raw, self._crc)
-        return self._coder.block(raw, report)
+        return self._coder.block(raw, report, offset=self._length - len(raw))
 
 
 class BlockCoder:
@@ -180,13 +182,21 @@ class BlockCoder:
         self._threads = threads
         self._snapshot = None
 
-    def block(self, raw: bytes, report=None) -> bytes:
-        """The block (header and payload) for ``raw``."""
+    def block(self, raw: bytes, report=None, *, offset: int = 0) -> bytes:
+        """The block (header and payload) for ``raw``, which starts at byte ``offset`` of the stream.
+
+        The model codes x86 code after the branch address transform (:mod:`statemix.x86`), chosen by
+        its estimate (:func:`statemix.x86.pays`) and recorded as the block's kind.
+        """
+        from . import x86
+
         compress_zstd = zstandard.ZstdCompressor(level=ZSTD_LEVEL, write_content_size=False).compress
         probe = zstandard.ZstdCompressor(level=PROBE_LEVEL, write_content_size=False).compress(raw)
         coded = None
         modelled = len(probe) < PROBE_RATIO * len(raw)
+        transformed = modelled and x86.pays(raw)
         if modelled:
+            source = x86.encode(raw, offset) if transformed else raw
             # copying a large model takes a while (about 1.5 s the first time at level 2): the
             # caller's progress callback may act (on an interrupt, say) between pieces of the copy
             with pausing(lambda: report(0)) if report is not None else contextlib.nullcontext():
@@ -194,15 +204,15 @@ class BlockCoder:
             if self._threads > 1:  # zstandard runs beside the model
                 with ThreadPoolExecutor(1) as pool:
                     zstd_job = pool.submit(compress_zstd, raw)
-                    coded = self.model.encode(raw, len(raw) - 1, progress=report)
+                    coded = self.model.encode(source, len(raw) - 1, progress=report)
                     zstd_payload = zstd_job.result()
             else:
-                coded = self.model.encode(raw, len(raw) - 1, progress=report)
+                coded = self.model.encode(source, len(raw) - 1, progress=report)
                 zstd_payload = compress_zstd(raw)
         else:
             zstd_payload = compress_zstd(raw)
         if coded is not None and len(coded) <= len(zstd_payload):
-            return container.write_block(container.MODELLED, raw, coded)
+            return container.write_block(container.MODELLED_X86 if transformed else container.MODELLED, raw, coded)
         if modelled:
             self.model.restore(self._snapshot)
         if report is not None:
@@ -299,6 +309,10 @@ class Decompressor(Unpicklable):
         report = _reporter(self._progress, self._length)
         if header.kind == container.MODELLED:
             return self._model.decode(payload, header.raw_length, progress=report)
+        if header.kind == container.MODELLED_X86:
+            from . import x86
+
+            return x86.decode(self._model.decode(payload, header.raw_length, progress=report), self._length)
         if header.kind == container.STORED:
             raw = payload
         else:

@@ -18,7 +18,8 @@ Header::
 
 Block::
 
-    kind                1 byte    1 modelled, 2 stored, 3 zstandard (0 ends the blocks, see below)
+    kind                1 byte    1 modelled, 2 stored, 3 zstandard, 4 modelled x86 (0 ends the blocks,
+                                  see below)
     raw length          varint    bytes of original data in the block, 1..MAX_BLOCK (16 MiB)
     payload length      varint    modelled and zstandard blocks only; stored blocks carry raw length
                                   bytes; never more than raw length
@@ -26,7 +27,10 @@ Block::
                                   damaged length is caught before any work is spent on it
     CRC32               4 bytes   of the block's original data
     payload             bytes     modelled: the range coder's code word (statemix.coder);
-                                  stored: the data itself; zstandard: one zstandard frame
+                                  stored: the data itself; zstandard: one zstandard frame;
+                                  modelled x86: the code word of the block after the x86 branch
+                                  address transform (statemix.x86; its offset: the stream position
+                                  of the block's first byte), which the decoder undoes
 
 End block and trailer::
 
@@ -55,7 +59,7 @@ Writers cut block ``i`` (0, 1, ...) of a stream at ``block_limit(i)`` bytes of i
 (16 KiB) doubling up to BLOCK_SIZE (1 MiB), so the first bytes of a stream can be verified and
 released after little model work, and the output does not depend on how the input was fed in.
 Readers accept any block length up to MAX_BLOCK.  An empty stream is 17 bytes plus the model record
-(6 bytes for the cm model); data that cannot be compressed grows by that much plus 9 to 11 bytes per
+(13 bytes for the default cm level: 30 bytes); data that cannot be compressed grows by that much plus 9 to 11 bytes per
 block (the first six blocks cover 1,008 KiB, then one block per MiB).
 """
 
@@ -81,8 +85,9 @@ ARITHMETIC_VERSION = 1
 FIRST_BLOCK = 1 << 14
 BLOCK_SIZE = 1 << 20
 MAX_BLOCK = 1 << 24
-END, MODELLED, STORED, ZSTANDARD = 0, 1, 2, 3
-KIND_NAMES = {MODELLED: "modelled", STORED: "stored", ZSTANDARD: "zstandard"}
+END, MODELLED, STORED, ZSTANDARD, MODELLED_X86 = 0, 1, 2, 3, 4
+KIND_NAMES = {MODELLED: "modelled", STORED: "stored", ZSTANDARD: "zstandard", MODELLED_X86: "modelled x86"}
+MODELLED_KINDS = (MODELLED, MODELLED_X86)  # the blocks whose payload is the model's code word
 _MAX_VARINT_BYTES = 9
 
 
@@ -177,7 +182,7 @@ def read_block_header(buf, pos: int) -> BlockHeader | None:
     if kind == END:
         return None
     if kind not in KIND_NAMES:
-        raise StatemixError(f"corrupt stream: unknown block kind {kind}")
+        raise StatemixError(f"corrupt stream: unknown block kind {kind} (or one of a newer statemix)")
     raw_length, at = decode_varint(buf, pos + 1)
     if not 1 <= raw_length <= MAX_BLOCK:
         raise StatemixError(f"corrupt stream: block length {raw_length} out of range")

@@ -181,7 +181,7 @@ def _traced_compress(data: bytes, level: int | None, model: str | None = None, a
         start += len(raw)
         crc = container.crc32(raw, crc)
         count = len(traces)
-        block = coder.block(raw)
+        block = coder.block(raw, offset=start - len(raw))
         if stages is not None:
             stages.end_block(len(raw))
         if len(traces) == count:  # a block the model never saw (or reported nothing for)
@@ -246,7 +246,7 @@ def diagnose(data, /, *, level: int | None = None, model: str | None = None, bin
     bits = np.concatenate([t.bits for t in traces]) if traces else np.zeros(0, np.int8)
     p1 = np.where(bits == 1, p_coded, 1 - p_coded)
     cost = _cost(p_coded)
-    modelled = [(b, t) for b, t in zip(blocks, traces) if b.kind == container.MODELLED]
+    modelled = [(b, t) for b, t in zip(blocks, traces) if b.kind in container.MODELLED_KINDS]
     per_byte = np.zeros(len(data))
     start = 0
     for t in traces:

@@ -42,6 +42,22 @@ def text_sample(size: int, seed: int = 1) -> bytes:
     return "".join(out).encode()[:size]
 
 
+def x86_like(size: int, seed: int) -> bytes:
+    """Bytes like x86 code: short runs of skewed opcode-like bytes, and every 12-40 bytes a CALL or
+    JMP to one of 80 functions (so the targets repeat and the displacements rarely do)."""
+    rng = random.Random(seed)
+    functions = [rng.randrange(1 << 20) for _ in range(80)]
+    common = [0x48, 0x89, 0x8B, 0x83, 0xC3, 0x00, 0x0F, 0x85, 0x74, 0x31, 0xC0, 0xFF, 0x24, 0x44]
+    out = bytearray()
+    while len(out) < size:
+        for _ in range(rng.randrange(7, 35)):
+            out.append(rng.choice(common) if rng.random() < 0.7 else rng.randrange(256))
+        target = rng.choice(functions)
+        displacement = (target - (len(out) + 5)) % (1 << 32)
+        out += bytes([0xE8 if rng.random() < 0.8 else 0xE9]) + displacement.to_bytes(4, "little")
+    return bytes(out[:size])
+
+
 def config_with(**changes):
     """The ssm model's default preset with some fields changed (preset id 0 = custom)."""
     from dataclasses import replace

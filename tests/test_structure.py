@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
+import hashlib
 import random
 
 import numpy as np
 import pytest
 
+import statemix
 from statemix.models import cm
 from statemix.models.bit import record
 
 
-def detected_lengths(data: bytes) -> list[int]:
-    """The record length the detector reports after each byte, written plainly (see .bit.record)."""
+def detected_lengths(data: bytes, gated: bool = False) -> list[int]:
+    """The record length the detector reports after each byte, written plainly (see .bit.record;
+    ``gated``: revision 1, which reports no short or weak record in text)."""
     last, gap, votes = {}, {}, [0] * record.MAX_RECORD
-    best, lengths, length, total = 0, [], 0, 0
+    best, lengths, length, total, text = 0, [], 0, 0, 0
     for pos, byte in enumerate(data):
+        printable = 32 <= byte < 127 or byte in b"\t\n\r"
+        text += ((record.TEXT_ONE if printable else 0) - text) >> record.TEXT_SHIFT
         if byte in last:
             distance = pos - last[byte]
             before = gap.get(byte, 0)
@@ -28,15 +33,18 @@ def detected_lengths(data: bytes) -> list[int]:
                 if votes[distance] >= record.VOTE_LIMIT:
                     votes = [v >> 1 for v in votes]
                     total = sum(votes)
-                length = best if votes[best] >= record.MIN_VOTES and votes[best] * record.MIN_SHARE >= total else 0
         last[byte] = pos
+        length = best if votes[best] >= record.MIN_VOTES and votes[best] * record.MIN_SHARE >= total else 0
+        if gated and text >= record.TEXT_LEVEL and (best < record.MIN_TEXT_RECORD
+                                                    or votes[best] * record.MIN_TEXT_SHARE < total):
+            length = 0
         lengths.append(length)
     return lengths
 
 
-def kernel_lengths(data: bytes) -> list[int]:
+def kernel_lengths(data: bytes, gated: bool = False) -> list[int]:
     """The same, read from a cm model's state after each byte."""
-    model = cm.Model(cm.Config(12, 16, 1, 1, 1, kinds=(0,)))
+    model = cm.Model(cm.Config(12, 16, 1, 1, 1, kinds=(0,), detector=int(gated)))
     lengths = []
     for byte in data:
         model.learn(bytes([byte]))
@@ -160,3 +168,61 @@ def test_the_detector_finds_no_record_in_text():
     lengths = kernel_lengths(data)
     assert lengths == detected_lengths(data)
     assert not any(lengths)
+
+
+def scores(count: int, seed: int) -> bytes:
+    """Tennis scores in prose ("6-3, 2-6, "): text that repeats at a distance of 5."""
+    rng = random.Random(seed)
+    return b"".join(f"{rng.randint(0, 7)}-{rng.randint(0, 7)}, ".encode() for _ in range(count))
+
+
+def text_table(rows: int, seed: int) -> bytes:
+    """A fixed-width text table: lines of 40 characters."""
+    rng = random.Random(seed)
+    names = ["alpha", "beta", "gamma", "delta", "omega", "kappa"]
+    return b"".join(f"{row:06d} {rng.choice(names):<10s} {rng.randint(0, 99999):>8d} {rng.random() * 1000:10.3f}"
+                    f"  \n".encode() for row in range(rows))
+
+
+def test_the_text_gate_ignores_short_repeats_in_text_and_finds_a_text_table():
+    data = prose(2000, seed=5) + scores(600, seed=6) + prose(2000, seed=7) + text_table(200, seed=8)
+    at_scores, at_table = slice(2000, 5000), slice(-40 * 50, None)  # the table is found 122 lines in
+    blind, gated = kernel_lengths(data), kernel_lengths(data, gated=True)
+    assert blind == detected_lengths(data) and gated == detected_lengths(data, gated=True)
+    assert 5 in blind[at_scores]  # revision 0 takes the scores for records of 5 bytes
+    assert not any(gated[: 7000])
+    assert set(gated[at_table]) == {40}
+
+
+def test_text_codes_as_without_record_contexts_when_the_gate_finds_none():
+    data = prose(3000, seed=9) + scores(800, seed=10) + prose(3000, seed=11)
+    assert not any(kernel_lengths(data, gated=True))
+    without = cm.Config(16, 16, 3, 5, 2, kinds=(0, 1, 2))
+    with_records = cm.Config(16, 16, 5, 5, 2, kinds=(0, 1, 2, 21, 22), detector=1)
+    blind = cm.Config(16, 16, 5, 5, 2, kinds=(0, 1, 2, 21, 22))
+    gated_size = len(cm.Model(with_records).encode(data, len(data)))
+    assert gated_size <= len(cm.Model(without).encode(data, len(data))) + 2
+    assert gated_size < len(cm.Model(blind).encode(data, len(data)))
+
+
+#: sha256 of statemix.compress(GATE_INPUT) by the build before the text gate (3822725: level 2 with
+#: the first record detector, revision 0, which finds records of 5 bytes in the scores)
+FIRST_DETECTOR_STREAM = "e31ae07bdf09bfa116d4d0a338347d00125f2d469b4a0e58921cdc629192b681"
+
+
+def test_revision_0_of_the_detector_writes_what_the_first_build_wrote():
+    # streams of that build name revision 0 (``00 02`` records): this build must decode them as it did,
+    # which it does if it writes them bit for bit
+    from statemix import codec, container
+    from statemix.models import ModelSpec, build_model, presets
+
+    data = prose(2000, seed=5) + scores(600, seed=6) + prose(2000, seed=7)
+    preset = presets.cm_sized(2, presets.cm_fit(len(data)))
+    streams = {}
+    for detector in (0, 1):
+        spec = ModelSpec(cm.MODEL_ID, cm.Config(**{**preset, "detector": detector}).to_bytes())
+        streams[detector] = (container.write_header(spec) + codec.BlockCoder(build_model(spec)).block(data)
+                             + container.write_trailer(len(data), container.crc32(data)))
+    assert hashlib.sha256(streams[0]).hexdigest() == FIRST_DETECTOR_STREAM
+    assert streams[1] != streams[0]
+    assert statemix.decompress(streams[0]) == statemix.decompress(streams[1]) == data

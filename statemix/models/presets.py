@@ -9,7 +9,8 @@ byte is allocated.
 cm (model id 1), per level: ``table_bits`` (log2 bytes of bit-history states per hashed context),
 ``hist_bits`` (log2 bytes of the match model's history), ``contexts``, ``mixers``, ``apms``, and
 optionally ``kinds``, the component list (context kinds of ``statemix.models.bit.contexts``; without
-it the level writes the first, 5-byte record: the first ``contexts`` kinds).  Level 1 trades size for
+it the level writes the first, 5-byte record: the first ``contexts`` kinds), ``source`` (the byte-distribution
+input) and ``detector`` (the record detector's revision, ``statemix.models.bit.record``).  Level 1 trades size for
 speed.  With ``size_hint`` (the input length, when known) both sizes shrink to
 ``fit = max(12, bit_length(8 * size))``: ``table_bits <= fit + 2`` and ``hist_bits <= max(16, fit)``.
 
@@ -38,8 +39,10 @@ STRUCTURE_KINDS = tuple(range(21, 29))
 CM_KINDS = TEXT_KINDS + STRUCTURE_KINDS
 CM_LEVELS = {
     1: dict(table_bits=20, hist_bits=22, contexts=5, mixers=1, apms=1),
-    2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=7, apms=4, kinds=CM_KINDS, source=1),
-    3: dict(table_bits=25, hist_bits=26, contexts=len(CM_KINDS), mixers=7, apms=4, kinds=CM_KINDS, source=2),
+    2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=7, apms=4, kinds=CM_KINDS, source=1,
+            detector=1),
+    3: dict(table_bits=25, hist_bits=26, contexts=len(CM_KINDS), mixers=7, apms=4, kinds=CM_KINDS, source=2,
+            detector=1),
 }
 #: Largest sizes any cm preset writes: a record asking for more is corrupt (and could not be
 #: allocated on an ordinary machine: 2**26 * 10 bytes of tables alone is 640 MiB).
@@ -50,7 +53,8 @@ CM_MIN_TABLE_BITS, CM_MIN_HIST_BITS = 12, 16
 
 def cm_sized(level: int, fit: int | None) -> dict:
     """The cm preset of ``level`` with its tables sized to ``fit`` (None: full size)."""
-    preset = {"kinds": None, "source": 0, **CM_LEVELS[level]}  # kinds: the component list (None: the first records)
+    # kinds: the component list (None: the first records); detector: the record detector's revision
+    preset = {"kinds": None, "source": 0, "detector": 0, **CM_LEVELS[level]}
     if fit is not None:
         preset["table_bits"] = min(preset["table_bits"], fit + 2)
         preset["hist_bits"] = min(preset["hist_bits"], max(CM_MIN_HIST_BITS, fit))
