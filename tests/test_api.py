@@ -46,11 +46,11 @@ GOLDEN_EMPTY = bytes.fromhex(
     "89534d58"  # magic
     "02"  # format version
     "01"  # arithmetic version
-    "0d"  # model record length
-    "01" "0003" "0e10" "0704" "ffcbe71f" "01" "01"  # model record: cm (id 1), component set and record
-    #       detector: table_bits, hist_bits, mixers, APMs, mask of context kinds (0-9, 11, 14-18, 21-28),
-    #       byte-distribution source, record detector revision (1: gated in text)
-    "c3eb3c4d"  # header CRC32
+    "0c"  # model record length
+    "01" "0002" "0e10" "0704" "ffcbe71f" "81"  # model record: cm (id 1), component set: table_bits,
+    #       hist_bits, mixers, APMs, mask of context kinds (0-9, 11, 14-18, 21-28), byte-distribution
+    #       source 1 with bit 7 set: the record detector's revision 1 (it finds no short record in text)
+    "dcda0c5e"  # header CRC32
     "00"  # end block
     "00"  # original length 0
     "00000000"  # CRC32 of no data
@@ -58,7 +58,7 @@ GOLDEN_EMPTY = bytes.fromhex(
 #: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 24 bytes (the same code
 #: word as before the record contexts: the detector finds no record in this text)
 GOLDEN_TEXT = bytes.fromhex(
-    "89534d580201" "0d" "010003" "0e100704" "ffcbe71f" "0101" "c3eb3c4d"  # header, as above
+    "89534d580201" "0c" "010002" "0e100704" "ffcbe71f" "81" "dcda0c5e"  # header, as above
     "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
     "801782ef10140833a2661990ab3885b601250fc4586656ff"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
@@ -911,7 +911,7 @@ def test_read_info_one_stream():
 def test_read_info_empty_stream():
     (info,) = statemix.read_info(io.BytesIO(GOLDEN_EMPTY))
     assert info.blocks == []
-    assert info.compressed_size == len(GOLDEN_EMPTY) == 30
+    assert info.compressed_size == len(GOLDEN_EMPTY) == 29
     assert info.uncompressed_size == 0
     assert info.crc32 == 0
 
@@ -1104,7 +1104,7 @@ GOLDEN_TEXT_LEVEL1 = bytes.fromhex(
 #: statemix.compress(GOLDEN_INPUT, level=3): level 2's record but for its byte-distribution source,
 #: the SSM with the count models (02)
 GOLDEN_TEXT_LEVEL3 = bytes.fromhex(
-    "89534d5802010d0100030e100704ffcbe71f0201" "00b81166"  # header: level 3 model record, CRC32
+    "89534d5802010c0100020e100704ffcbe71f82" "668b05c7"  # header: level 3 model record, CRC32
     "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
     "80179106bbd6e438a386be8fd8ce647478b0e2fb17877016"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32

@@ -19,8 +19,9 @@ def detected_lengths(data: bytes, gated: bool = False) -> list[int]:
     last, gap, votes = {}, {}, [0] * record.MAX_RECORD
     best, lengths, length, total, text = 0, [], 0, 0, 0
     for pos, byte in enumerate(data):
-        printable = 32 <= byte < 127 or byte in b"\t\n\r"
-        text += ((record.TEXT_ONE if printable else 0) - text) >> record.TEXT_SHIFT
+        if byte:  # NUL bytes (padding) leave the text share as it was
+            printable = 32 <= byte < 127 or byte in b"\b\t\n\v\f\r\x1b"
+            text += ((record.TEXT_ONE if printable else 0) - text) >> record.TEXT_SHIFT
         if byte in last:
             distance = pos - last[byte]
             before = gap.get(byte, 0)

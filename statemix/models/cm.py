@@ -344,7 +344,7 @@ def run_range(mode, data, coded, rc, st, tb, src, trace, stages, start, end):
 
 RECORD_LIST = b"\x00\x01"  # a record with a component list starts so (a first record's table_bits is >= 12)
 RECORD_MASK = b"\x00\x02"  # and one with a component set
-RECORD_GATED = b"\x00\x03"  # and one with a component set and the record detector's revision
+DETECTOR_SHIFT = 7  # a component set's last byte: the byte-distribution source, and this bit the detector's
 
 
 @dataclass(frozen=True)
@@ -358,15 +358,16 @@ class Config:
     the first of :mod:`.bit.sse`'s list).  ``kinds``: the component set, the context kinds of
     :mod:`.bit.contexts` (kept in id order); None for the first records, which list no
     components and mean the first ``contexts`` kinds in id order (with the run quirk described in the
-    module docstring).
+    module docstring).  ``source``: the byte-distribution input (:mod:`.bit.distribution`, 0 for
+    none).  ``detector``: the record detector's revision (0 or 1, see Records).
 
     Records: the first format is 5 bytes ``table_bits, hist_bits, contexts, mixers, apms``; a record
     with a component list is ``00 01 table_bits hist_bits mixers apms n kind_0 .. kind_n-1`` (read,
     no longer written); the one written for a component list is the set, ``00 02 table_bits hist_bits
     mixers apms``, a 32-bit little-endian mask with bit ``kind`` set for each kind used, and the
-    byte-distribution source (:mod:`.bit.distribution`); one with a ``detector`` revision is ``00 03``,
-    then the same ten bytes and the revision (:mod:`.bit.record`: 1 finds no short or weak record in
-    text; 0, written as ``00 02``, the first detector, blind to text).  (The kinds in id
+    byte-distribution source (:mod:`.bit.distribution`) in the low bits of its last byte, with bit
+    ``DETECTOR_SHIFT`` set for revision 1 of the record detector (:mod:`.bit.record`: it finds no short
+    or weak record in text; clear: revision 0, the first, blind to text).  (The kinds in id
     order: the model's output does not depend on the order of its contexts, since each owns its own
     tables and the mixers' integer sums do not depend on the order of their terms).  A stream record
     is accepted only within the sizes the presets write (:mod:`.presets`).
@@ -407,30 +408,27 @@ class Config:
         if self.kinds is None:
             return bytes([self.table_bits, self.hist_bits, self.contexts, self.mixers, self.apms])
         mask = sum(1 << kind for kind in self.kinds)
-        fields = bytes([self.table_bits, self.hist_bits, self.mixers, self.apms]) + mask.to_bytes(4, "little")
-        if self.detector:
-            return RECORD_GATED + fields + bytes([self.source, self.detector])
-        return RECORD_MASK + fields + bytes([self.source])
+        return (RECORD_MASK + bytes([self.table_bits, self.hist_bits, self.mixers, self.apms]) + mask.to_bytes(4, "little")
+                + bytes([self.source | (self.detector << DETECTOR_SHIFT)]))
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> "Config":
         raw = bytes(raw)
-        if raw[:2] in (RECORD_LIST, RECORD_MASK, RECORD_GATED):
+        if raw[:2] in (RECORD_LIST, RECORD_MASK):
+            source, detector = 0, 0
             if raw[:2] == RECORD_LIST and len(raw) >= 7:
                 kinds = tuple(raw[7:])
                 if raw[6] != len(kinds):
                     raise ValueError("cm component list has the wrong length")
-            elif (raw[:2] == RECORD_MASK and len(raw) == 11) or (raw[:2] == RECORD_GATED and len(raw) == 12):
+            elif raw[:2] == RECORD_MASK and len(raw) == 11:
                 mask = int.from_bytes(raw[6:10], "little")
                 kinds = tuple(kind for kind in range(32) if (mask >> kind) & 1)
-                if raw[10] not in distribution.PRESETS and raw[10] != distribution.SOURCE_NONE:
-                    raise ValueError(f"cm byte-distribution source {raw[10]} unknown (a newer statemix may know it)")
-                if raw[:2] == RECORD_GATED and raw[11] not in record.REVISIONS:
-                    raise ValueError(f"cm record detector revision {raw[11]} unknown (a newer statemix may know it)")
+                source, detector = raw[10] & ((1 << DETECTOR_SHIFT) - 1), raw[10] >> DETECTOR_SHIFT
+                if source not in distribution.PRESETS and source != distribution.SOURCE_NONE:
+                    raise ValueError(f"cm byte-distribution source {source} unknown (a newer statemix may know it)")
             else:
                 raise ValueError("cm model record has the wrong length")
-            config = cls(raw[2], raw[3], len(kinds), raw[4], raw[5], kinds, raw[10] if raw[:2] != RECORD_LIST else 0,
-                         raw[11] if raw[:2] == RECORD_GATED else 0)
+            config = cls(raw[2], raw[3], len(kinds), raw[4], raw[5], kinds, source, detector)
             if len(set(kinds)) != len(kinds) or any(k >= N_HASHED for k in kinds):
                 raise ValueError(f"cm component list invalid (unknown or repeated context): {kinds}; a context "
                                  f"this build does not know needs a newer statemix")

@@ -24,16 +24,18 @@ short strings at short distances often enough to look like records now and then 
 ``&amp;#945;&amp;#961;`` entities at 10 bytes, tennis scores at 5, wiki table cells at 3; Calgary
 bib's fields at 8), and there the record contexts and selectors cost up to 1.5%.  So while the
 history is text (at least ``TEXT_LEVEL / TEXT_ONE`` of a moving average over about
-``2**TEXT_SHIFT`` bytes is printable ASCII, tab or line end), a record is reported only if it is at
-least ``MIN_TEXT_RECORD`` bytes long and has at least ``1 / MIN_TEXT_SHARE`` of the votes, as the
-lines of a fixed-width text table have (80-99%).  Revision 0, the first, has no such gate.
+``2**TEXT_SHIFT`` bytes is printable ASCII or a control of text: backspace, tab, line ends, form feed,
+escape; NUL bytes, the padding of text and binary alike, leave the average as it was), a record is
+reported only if it is at least ``MIN_TEXT_RECORD`` bytes long and has at least ``1 / MIN_TEXT_SHARE``
+of the votes, as the lines of a fixed-width text table have (80-99%).  Revision 0, the first, has no
+such gate.
 
 State: ``STATE_SIZE`` int64 words of the model's state array from ``r0`` (``LENGTH``: the record
 length reported, 0 for none; ``BEST``: the distance with the highest score; ``TOTAL``: all votes;
 ``USED``: 1 if the model has record contexts; ``WINDOW``: for such a model while a record is found,
 the 10 bits one record back around the next byte: the last bit of the byte before, the byte, the
 first bit of the byte after (-1 otherwise; a mixer selector, :mod:`.mixer`); ``TEXT``: the
-moving average of text bytes, scale ``TEXT_ONE``; ``GATED``: the revision, 1 to gate text) and
+moving average of text bytes, scale ``TEXT_ONE``; ``GATED``: the revision, 1 to gate text, named by the model record) and
 ``AUX_SIZE`` int32 words of an array from ``a0``::
 
     a0 + [0, 256)               LAST: low 32 bits of the position where each byte value was last seen
@@ -60,7 +62,6 @@ MIN_TEXT_SHARE = 2  # ... and its share of all votes there at least 1 / MIN_TEXT
 TEXT_SHIFT = 5  # the text share is a moving average over about 2**TEXT_SHIFT bytes
 TEXT_ONE = 1 << 12  # the text share's scale (1.0)
 TEXT_LEVEL = 3 * TEXT_ONE // 4  # at or above this share of text bytes the history counts as text
-REVISIONS = (1,)  # the detector revisions a stream record names (0, the first, is implied by an older record)
 LENGTH, BEST, TOTAL, USED, WINDOW, TEXT, GATED = range(7)
 STATE_SIZE = 7
 LAST, GAP, VOTES = 0, 256, 512
@@ -93,8 +94,9 @@ def _bit_length(n):
 @kernel(inline=True)
 def record_update(st, r0, aux, a0, pos, byte):
     """Take the byte at position ``pos`` (0-based) into the detector."""
-    texty = TEXT_ONE if (32 <= byte < 127 or byte == 10 or byte == 9 or byte == 13) else 0
-    st[r0 + TEXT] += (texty - st[r0 + TEXT]) >> TEXT_SHIFT
+    if byte != 0:
+        texty = TEXT_ONE if 32 <= byte < 127 or 8 <= byte <= 13 or byte == 27 else 0
+        st[r0 + TEXT] += (texty - st[r0 + TEXT]) >> TEXT_SHIFT
     _vote(st, r0, aux, a0, pos, byte)
     best = st[r0 + BEST]
     top = np.int64(aux[a0 + VOTES + best])
