@@ -35,8 +35,8 @@ length reported, 0 for none; ``BEST``: the distance with the highest score; ``TO
 ``USED``: 1 if the model has record contexts; ``WINDOW``: for such a model while a record is found,
 the 10 bits one record back around the next byte: the last bit of the byte before, the byte, the
 first bit of the byte after (-1 otherwise; a mixer selector, :mod:`.mixer`); ``TEXT``: the
-moving average of text bytes, scale ``TEXT_ONE``; ``GATED``: the revision, 1 to gate text, named by the model record) and
-``AUX_SIZE`` int32 words of an array from ``a0``::
+moving average of text bytes, scale ``TEXT_ONE``; ``GATED``: the revision, 1 to gate text, named by
+the model record) and ``AUX_SIZE`` int32 words of an array from ``a0``::
 
     a0 + [0, 256)               LAST: low 32 bits of the position where each byte value was last seen
                                 (+1, so 0 means never)
@@ -108,6 +108,7 @@ def record_update(st, r0, aux, a0, pos, byte):
 
 @kernel(inline=True)
 def _vote(st, r0, aux, a0, pos, byte):
+    """Count the vote, if any, of ``byte`` at ``pos`` for a record length (see the module docstring)."""
     seen = np.int64(aux[a0 + LAST + byte])
     aux[a0 + LAST + byte] = np.int32(((pos + 1) & 0x7FFFFFFF))
     if seen == 0:
