@@ -45,7 +45,7 @@ def detected_lengths(data: bytes, gated: bool = False) -> list[int]:
 
 def kernel_lengths(data: bytes, gated: bool = False) -> list[int]:
     """The same, read from a cm model's state after each byte."""
-    model = cm.Model(cm.Config(12, 16, 1, 1, 1, kinds=(0,), detector=int(gated)))
+    model = cm.Model(cm.Config(12, 16, 1, 1, 1, kinds=(21,), detector=int(gated)))  # a model with the detector
     lengths = []
     for byte in data:
         model.learn(bytes([byte]))

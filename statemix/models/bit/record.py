@@ -43,7 +43,8 @@ the model record) and ``AUX_SIZE`` int32 words of an array from ``a0``::
     a0 + [256, 512)             GAP: the distance between its two last occurrences (0: none)
     a0 + [512, 512 + MAX_RECORD) VOTES: votes per distance
 
-Cost: a few operations per byte, and a pass over ``MAX_RECORD`` counts per halving.
+Cost: a few operations per byte, and a pass over ``MAX_RECORD`` counts per halving; none for a model
+without record contexts.
 """
 
 from __future__ import annotations
@@ -93,7 +94,10 @@ def _bit_length(n):
 
 @kernel(inline=True)
 def record_update(st, r0, aux, a0, pos, byte):
-    """Take the byte at position ``pos`` (0-based) into the detector."""
+    """Take the byte at position ``pos`` (0-based) into the detector (nothing for a model without
+    record contexts: nothing reads its length)."""
+    if st[r0 + USED] == 0:
+        return
     if byte != 0:
         texty = TEXT_ONE if 32 <= byte < 127 or 8 <= byte <= 13 or byte == 27 else 0
         st[r0 + TEXT] += (texty - st[r0 + TEXT]) >> TEXT_SHIFT
