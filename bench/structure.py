@@ -64,11 +64,8 @@ def zpaq_m5(zpaq: Path, name: str, data: bytes) -> int:
 
 
 def x86_blocks(stream: bytes) -> int:
-    pos, count = container.read_header(stream)[1], 0
-    while (header := container.read_block_header(stream, pos)) is not None:
-        count += header.kind == container.MODELLED_X86
-        pos += header.size + header.payload_length
-    return count
+    x86 = container.KIND_NAMES[container.MODELLED_X86]
+    return sum(block.kind == x86 for info in statemix.read_info(io.BytesIO(stream)) for block in info.blocks)
 
 
 def measure(name: str, data: bytes, level: int | None, zpaq: Path | None) -> dict:

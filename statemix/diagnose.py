@@ -178,10 +178,10 @@ def _traced_compress(data: bytes, level: int | None, model: str | None = None, a
     blocks, crc, start = [], 0, 0
     while start < len(data):
         raw = data[start:start + container.block_limit(len(blocks))]
+        count = len(traces)
+        block = coder.block(raw, offset=start)
         start += len(raw)
         crc = container.crc32(raw, crc)
-        count = len(traces)
-        block = coder.block(raw, offset=start - len(raw))
         if stages is not None:
             stages.end_block(len(raw))
         if len(traces) == count:  # a block the model never saw (or reported nothing for)

@@ -64,18 +64,20 @@ def _transform(data, offset, sign):
         i += 5
 
 
+def _transformed(data: bytes, offset: int, sign: int) -> bytes:
+    out = np.frombuffer(data, dtype=np.uint8).copy()
+    _transform(out, np.int64(offset % MODULUS), np.int64(sign))
+    return out.tobytes()
+
+
 def encode(data: bytes, offset: int) -> bytes:
     """``data`` with its branch operands made absolute (``offset``: the stream position of data[0])."""
-    out = np.frombuffer(data, dtype=np.uint8).copy()
-    _transform(out, np.int64(offset % MODULUS), np.int64(1))
-    return out.tobytes()
+    return _transformed(data, offset, 1)
 
 
 def decode(data: bytes, offset: int) -> bytes:
     """The inverse of :func:`encode`."""
-    out = np.frombuffer(data, dtype=np.uint8).copy()
-    _transform(out, np.int64(offset % MODULUS), np.int64(-1))
-    return out.tobytes()
+    return _transformed(data, offset, -1)
 
 
 def pays(data: bytes) -> bool:

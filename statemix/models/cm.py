@@ -479,9 +479,9 @@ class Config:
         name = "cm " + (f"level {' or '.join(map(str, levels))}" if levels else "custom")
         listed = f": {', '.join(self.components()[2:-2])}" if self.kinds is not None else ""
         records = sum(contexts.needs_record(kind) for kind in self.context_kinds)
-        sizes = (f"{self.contexts} contexts of {_size(1 << self.table_bits)}" if not records else
-                 f"{self.contexts} contexts of {_size(1 << self.table_bits)}, {records} of them record contexts "
-                 f"of {_size(1 << (self.table_bits - RECORD_TABLE_SHIFT))}")
+        sizes = f"{self.contexts} contexts of {_size(1 << self.table_bits)}"
+        if records:
+            sizes += f", {records} of them record contexts of {_size(1 << (self.table_bits - RECORD_TABLE_SHIFT))}"
         return (f"{name} ({sizes}{listed}, {self.mixers} "
                 f"mixer{'s' if self.mixers > 1 else ''}, {self.apms} APM{'s' if self.apms > 1 else ''}, "
                 f"{_size(1 << self.hist_bits)} history, at most {_size(self.memory_bytes())} of memory)")
