@@ -81,6 +81,7 @@ LIMIT_DIRECT = 1023  # counter confidence cap (order 1, state maps, match)
 LIMIT_ORDER0 = 3  # counter confidence cap of the order-0 contexts: they follow the last few bits
 N_MIXERS = mixer.N_MIXERS
 RECORD_TABLE_SHIFT = 3  # the record contexts' regions are 2**-RECORD_TABLE_SHIFT of the others'
+GRAY_TABLE_SHIFT = 4  # and the 8-bit image contexts' 2**-GRAY_TABLE_SHIFT (their values are at most 2**12)
 APM_OFF = 62  # ablation bit that skips the APMs (the others switch off inputs by index)
 
 # Counter array layout: [order 0: 256][order 1: 65536][match: 64][state maps: n x 256].
@@ -208,13 +209,14 @@ def _end_of_byte(st, hist, mtable, aux, byte):
     c4 = st[HIST4]
     c8 = st[HIST8]
     text.text_update(st, TEXT, aux, pos, byte, (c4 >> 8) & 0xFF, (c4 >> 16) & 0xFF)
-    record.record_update(st, RECORD, aux, RECORD_AUX, pos - 1, byte)
+    record.record_update(st, RECORD, aux, RECORD_AUX, hist, hist_mask, pos - 1, byte)
     record.window(st, RECORD, hist, hist_mask, pos)
     idle = st[RECORD + record.LENGTH] == 0
+    no_image = st[RECORD + record.PIXEL] == 0
     for k in range(st[N_CTX]):
         kind = st[KINDS + k]
         st[HASHES + k] = context_hash(kind, c4, c8, st, TEXT, RECORD, aux, hist, hist_mask, pos)
-        st[IDLE + k] = idle and contexts.needs_record(kind)
+        st[IDLE + k] = (idle and contexts.needs_record(kind)) or (no_image and image.is_gray(kind))
     match_update(st, MATCH, hist, mtable, hist_bits, pos, byte, order6_hash(c4, c8))
 
 
@@ -344,7 +346,10 @@ def run_range(mode, data, coded, rc, st, tb, src, trace, stages, start, end):
 
 RECORD_LIST = b"\x00\x01"  # a record with a component list starts so (a first record's table_bits is >= 12)
 RECORD_MASK = b"\x00\x02"  # and one with a component set
-DETECTOR_SHIFT = 7  # a component set's last byte: the byte-distribution source, and this bit the detector's
+DETECTOR_SHIFT = 6  # a component set's last byte: the byte-distribution source, and these 2 bits the detector's
+#: the record detector's revision -> its bits in the component set's last byte (see Config), and back
+DETECTOR_BITS = (0b00, 0b10, 0b11)
+DETECTOR_REVISIONS = {bits: revision for revision, bits in enumerate(DETECTOR_BITS)}
 
 
 @dataclass(frozen=True)
@@ -393,7 +398,7 @@ class Config:
     @property
     def has_records(self) -> bool:
         """Whether the model has record contexts (and so the record selectors: .bit.mixer, .bit.sse)."""
-        return any(contexts.needs_record(kind) for kind in self.context_kinds)
+        return any(contexts.is_structure(kind) for kind in self.context_kinds)
 
     @property
     def run_inputs(self) -> int:
@@ -409,7 +414,7 @@ class Config:
             return bytes([self.table_bits, self.hist_bits, self.contexts, self.mixers, self.apms])
         mask = sum(1 << kind for kind in self.kinds)
         return (RECORD_MASK + bytes([self.table_bits, self.hist_bits, self.mixers, self.apms]) + mask.to_bytes(4, "little")
-                + bytes([self.source | (self.detector << DETECTOR_SHIFT)]))
+                + bytes([self.source | (DETECTOR_BITS[self.detector] << DETECTOR_SHIFT)]))
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> "Config":
@@ -423,9 +428,12 @@ class Config:
             elif raw[:2] == RECORD_MASK and len(raw) == 11:
                 mask = int.from_bytes(raw[6:10], "little")
                 kinds = tuple(kind for kind in range(32) if (mask >> kind) & 1)
-                source, detector = raw[10] & ((1 << DETECTOR_SHIFT) - 1), raw[10] >> DETECTOR_SHIFT
+                source, bits = raw[10] & ((1 << DETECTOR_SHIFT) - 1), raw[10] >> DETECTOR_SHIFT
                 if source not in distribution.PRESETS and source != distribution.SOURCE_NONE:
                     raise ValueError(f"cm byte-distribution source {source} unknown (a newer statemix may know it)")
+                if bits not in DETECTOR_REVISIONS:
+                    raise ValueError(f"cm record detector {bits:02b} unknown (a newer statemix may know it)")
+                detector = DETECTOR_REVISIONS[bits]
             else:
                 raise ValueError("cm model record has the wrong length")
             config = cls(raw[2], raw[3], len(kinds), raw[4], raw[5], kinds, source, detector)
@@ -455,7 +463,9 @@ class Config:
         """log2 of the bytes of bit-history states of context ``kind``: ``table_bits``, and an eighth of
         that for the record contexts (binary data is rarely as varied as text, and a table there
         did not pay for its memory: bench/RESULTS.md, issue 14)."""
-        return self.table_bits - (RECORD_TABLE_SHIFT if contexts.needs_record(kind) else 0)
+        if image.is_gray(kind):
+            return self.table_bits - GRAY_TABLE_SHIFT
+        return self.table_bits - (RECORD_TABLE_SHIFT if contexts.is_structure(kind) else 0)
 
     @property
     def history_bytes(self) -> int:
@@ -478,10 +488,12 @@ class Config:
         levels = presets.cm_levels_of(asdict(self))
         name = "cm " + (f"level {' or '.join(map(str, levels))}" if levels else "custom")
         listed = f": {', '.join(self.components()[2:-2])}" if self.kinds is not None else ""
-        records = sum(contexts.needs_record(kind) for kind in self.context_kinds)
         sizes = f"{self.contexts} contexts of {_size(1 << self.table_bits)}"
-        if records:
-            sizes += f", {records} of them record contexts of {_size(1 << (self.table_bits - RECORD_TABLE_SHIFT))}"
+        for what, test, shift in (("record", contexts.needs_record, RECORD_TABLE_SHIFT),
+                                  ("8-bit image", image.is_gray, GRAY_TABLE_SHIFT)):
+            count = sum(map(test, self.context_kinds))
+            if count:
+                sizes += f", {count} of them {what} contexts of {_size(1 << (self.table_bits - shift))}"
         return (f"{name} ({sizes}{listed}, {self.mixers} "
                 f"mixer{'s' if self.mixers > 1 else ''}, {self.apms} APM{'s' if self.apms > 1 else ''}, "
                 f"{_size(1 << self.hist_bits)} history, at most {_size(self.memory_bytes())} of memory)")
@@ -515,7 +527,7 @@ def new_state(config: Config) -> np.ndarray:
     st[SOURCE] = config.source
     st[KINDS:KINDS + config.contexts] = config.context_kinds
     st[ORDERS:ORDERS + config.contexts] = [contexts.ORDERS[kind] for kind in config.context_kinds]
-    st[IDLE:IDLE + config.contexts] = [contexts.needs_record(kind) for kind in config.context_kinds]  # no record yet
+    st[IDLE:IDLE + config.contexts] = [contexts.is_structure(kind) for kind in config.context_kinds]  # no record yet
     bits = [config.region_bits(kind) for kind in config.context_kinds]
     st[REGION_BITS:REGION_BITS + config.contexts] = bits
     st[REGIONS:REGIONS + config.contexts] = np.cumsum([0] + [1 << b for b in bits])[:-1]

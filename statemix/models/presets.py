@@ -33,16 +33,16 @@ CM_FIELDS = ("table_bits", "hist_bits", "contexts", "mixers", "apms")
 #: sparse) and the text contexts a greedy search on 300 kB of enwik8 added, in the order it added them
 #: (bench/RESULTS.md, issue 12): markup, classes, indirect 1, word and classes, skip word, indirect 2.
 TEXT_KINDS = tuple(sorted((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 14, 18, 11, 15)))
-#: and the record contexts (issue 14: fixed-size records, tables, one-bit images), idle while no
-#: record is found, so text pays little for them (bench/RESULTS.md)
-STRUCTURE_KINDS = tuple(range(21, 29))
+#: and the structure contexts (issue 14: fixed-size records, tables, one-bit and 8-bit images), idle
+#: while no record or image row is found, so text pays little for them (bench/RESULTS.md)
+STRUCTURE_KINDS = tuple(range(21, 32))
 CM_KINDS = TEXT_KINDS + STRUCTURE_KINDS
 CM_LEVELS = {
     1: dict(table_bits=20, hist_bits=22, contexts=5, mixers=1, apms=1),
     2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=7, apms=4, kinds=CM_KINDS, source=1,
-            detector=1),
+            detector=2),
     3: dict(table_bits=25, hist_bits=26, contexts=len(CM_KINDS), mixers=7, apms=4, kinds=CM_KINDS, source=2,
-            detector=1),
+            detector=2),
 }
 #: Largest sizes any cm preset writes: a record asking for more is corrupt (and could not be
 #: allocated on an ordinary machine: 2**26 * 10 bytes of tables alone is 640 MiB).

@@ -66,11 +66,11 @@ NAMES = ("order 2", "order 3", "order 4", "order 6", "word", "order 5", "word pa
          "order 1 history", "word trio", "skip word", "above", "column", "indirect 1", "indirect 2", "markup",
          "classes", "word and classes", "sparse 2", "line start", "record above", "record rows",
          "record neighbours", "record column", "image", "image rows", "pixels",
-         "pixels wide")
+         "pixels wide", "gray gradient", "gray above", "gray vertical")
 IDS = {name: kind for kind, name in enumerate(NAMES)}
 #: each kind's order, the bytes before the current one it spans, where it is one (else 0): the longest
 #: of them with history selects mixer weights (:mod:`.mixer`)
-ORDERS = (2, 3, 4, 6, 0, 5, 0, 0, 8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0)
+ORDERS = (2, 3, 4, 6, 0, 5, 0, 0, 8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) + (0,) * image.N_GRAY_KINDS
 
 
 @kernel(inline=True)
@@ -123,6 +123,9 @@ def context_hash(kind, c4, c8, st, t0, r0, aux, hist, hist_mask, pos):
     if kind == 15:
         pair = c4 & 0xFFFF
         return mix_hash((np.int64(aux[256 + pair]) << 16) | pair, 18 << 40)
+    if image.is_gray(kind):
+        step = st[r0 + record.PIXEL]
+        return image.gray_hash(kind, hist, hist_mask, pos, st[r0 + record.IMAGE], step) if step > 0 else np.int64(0)
     if kind >= image.FIRST_PIXEL_KIND:  # hashed at every bit instead (see cm)
         return np.int64(0)
     if kind >= 21:
@@ -139,6 +142,13 @@ def context_hash(kind, c4, c8, st, t0, r0, aux, hist, hist_mask, pos):
 @kernel(inline=True)
 def needs_record(kind):
     """Whether context ``kind`` is one of the record contexts, idle without a record."""
+    return 21 <= kind < image.FIRST_GRAY_KIND
+
+
+@kernel(inline=True)
+def is_structure(kind):
+    """Whether context ``kind`` is a structure context (record or image): idle without a record or
+    image row, with a smaller region."""
     return kind >= 21
 
 

@@ -23,12 +23,50 @@ from ..._jit import kernel
 from .hashing import mix_hash
 
 FIRST_PIXEL_KIND = 27
+FIRST_GRAY_KIND = 29  # kinds 29.. : the contexts of 8-bit images, hashed once per byte
+N_GRAY_KINDS = 3
 
 
 @kernel(inline=True)
 def per_bit(kind):
     """Whether context ``kind`` is a pixel context, looked up at every bit."""
-    return kind >= FIRST_PIXEL_KIND
+    return FIRST_PIXEL_KIND <= kind < FIRST_GRAY_KIND
+
+
+@kernel(inline=True)
+def is_gray(kind):
+    """Whether context ``kind`` is one of the 8-bit image contexts, idle without an image row."""
+    return kind >= FIRST_GRAY_KIND
+
+
+@kernel(inline=True)
+def _clamp(v):
+    return min(max(v, np.int64(0)), np.int64(255))
+
+
+@kernel(inline=True)
+def _at(hist, hist_mask, pos, distance):
+    return np.int64(hist[(pos - distance) & hist_mask]) if 0 < distance <= pos else np.int64(0)
+
+
+@kernel(inline=True)
+def gray_hash(kind, hist, hist_mask, pos, width, step):
+    """The hash of 8-bit image context ``kind`` for the byte at ``pos`` (rows of ``width`` bytes,
+    pixels of ``step`` bytes)."""
+    w = _at(hist, hist_mask, pos, step)
+    n = _at(hist, hist_mask, pos, width)
+    nw = _at(hist, hist_mask, pos, width + step)
+    ne = _at(hist, hist_mask, pos, width - step)
+    nn = _at(hist, hist_mask, pos, 2 * width)
+    g = kind - FIRST_GRAY_KIND
+    if g == 0:
+        activity = min((abs(w - nw) + abs(n - nw) + abs(n - ne)) >> 2, np.int64(15))
+        h = (_clamp(w + n - nw) << 4) | activity
+    elif g == 1:
+        h = (((nw >> 2) << 6 | (n >> 2)) << 6) | (ne >> 2)
+    else:
+        h = (_clamp(2 * n - nn) << 5) | (w >> 3)
+    return mix_hash((((width << 3) | step) << 24) | h, (kind + 6) << 40)
 
 
 @kernel(inline=True)

@@ -63,10 +63,19 @@ MIN_TEXT_SHARE = 2  # ... and its share of all votes there at least 1 / MIN_TEXT
 TEXT_SHIFT = 5  # the text share is a moving average over about 2**TEXT_SHIFT bytes
 TEXT_ONE = 1 << 12  # the text share's scale (1.0)
 TEXT_LEVEL = 3 * TEXT_ONE // 4  # at or above this share of text bytes the history counts as text
-LENGTH, BEST, TOTAL, USED, WINDOW, TEXT, GATED = range(7)
-STATE_SIZE = 7
+SAMPLE_STEP = 32  # revision 2: every 32nd byte is compared with each of the MAX_RECORD bytes before it
+SMOOTH_LIMIT = 1 << 10  # ... and after this many samples the sums are halved
+MIN_SAMPLES = 32  # samples before an image row is reported
+MIN_IMAGE_ROW = 8  # bytes: the shortest image row
+IMAGE_RATIO = 2  # a row is reported if the byte one row up is at least this much closer than the mean
+PIXEL_RATIO = 4  # ... and it is an 8-bit image if the pixel to the left is this much closer
+MIN_IMAGE_PIXELS = 16  # pixels: the narrowest 8-bit image
+MAX_PIXEL = 4  # bytes: the longest pixel (1: gray, 3: RGB, 4: RGBA)
+LENGTH, BEST, TOTAL, USED, WINDOW, TEXT, GATED, IMAGE, SAMPLES, EXACT, PIXEL = range(11)
+STATE_SIZE = 11
 LAST, GAP, VOTES = 0, 256, 512
-AUX_SIZE = VOTES + MAX_RECORD
+SMOOTH = VOTES + MAX_RECORD
+AUX_SIZE = SMOOTH + MAX_RECORD
 
 
 @kernel(inline=True)
@@ -93,9 +102,9 @@ def _bit_length(n):
 
 
 @kernel(inline=True)
-def record_update(st, r0, aux, a0, pos, byte):
-    """Take the byte at position ``pos`` (0-based) into the detector (nothing for a model without
-    record contexts: nothing reads its length)."""
+def record_update(st, r0, aux, a0, hist, hist_mask, pos, byte):
+    """Take the byte at position ``pos`` (0-based; already in ``hist``) into the detector (nothing
+    for a model without record contexts: nothing reads its length)."""
     if st[r0 + USED] == 0:
         return
     if byte != 0:
@@ -107,7 +116,49 @@ def record_update(st, r0, aux, a0, pos, byte):
     found = top >= MIN_VOTES and top * MIN_SHARE >= st[r0 + TOTAL]
     if found and st[r0 + GATED] != 0 and st[r0 + TEXT] >= TEXT_LEVEL:
         found = best >= MIN_TEXT_RECORD and top * MIN_TEXT_SHARE >= st[r0 + TOTAL]
-    st[r0 + LENGTH] = best if found else 0
+    exact = best if found else 0
+    st[r0 + EXACT] = exact
+    if st[r0 + GATED] >= 2 and pos % SAMPLE_STEP == 0 and pos >= MAX_RECORD:
+        _image_rows(st, r0, aux, a0, hist, hist_mask, pos, byte)
+    # an image row stands in for a record, in text only if the image is 8-bit (text is never smooth)
+    image = st[r0 + IMAGE] if st[r0 + PIXEL] != 0 or st[r0 + TEXT] < TEXT_LEVEL else 0
+    st[r0 + LENGTH] = exact if exact != 0 else image
+
+
+@kernel(inline=True)
+def _image_rows(st, r0, aux, a0, hist, hist_mask, pos, byte):
+    """Revision 2: add |byte - the byte d back| to the sum of each distance d, and report as the
+    image row the distance (at least MIN_IMAGE_ROW) with the smallest sum if that is at most
+    1 / IMAGE_RATIO of the mean."""
+    base = a0 + SMOOTH
+    samples = st[r0 + SAMPLES] + 1
+    halve = samples >= SMOOTH_LIMIT
+    if halve:
+        samples >>= 1
+    st[r0 + SAMPLES] = samples
+    total = np.int64(0)
+    best = np.int64(0)
+    least = np.int64(1) << 62
+    pixel = np.int64(0)
+    nearest = np.int64(1) << 62
+    for d in range(1, MAX_RECORD):
+        diff = np.int64(hist[(pos - d) & hist_mask]) - byte
+        s = np.int64(aux[base + d]) + (diff if diff >= 0 else -diff)
+        if halve:
+            s >>= 1
+        aux[base + d] = np.int32(s)
+        total += s
+        if d >= MIN_IMAGE_ROW and s < least:
+            least = s
+            best = d
+        if d <= MAX_PIXEL and s < nearest:
+            nearest = s
+            pixel = d
+    found = samples >= MIN_SAMPLES and least * IMAGE_RATIO * (MAX_RECORD - 1) <= total
+    st[r0 + IMAGE] = best if found else 0
+    gray = (found and best >= MIN_IMAGE_PIXELS * pixel and best != st[r0 + EXACT]
+            and nearest * PIXEL_RATIO * (MAX_RECORD - 1) <= total)
+    st[r0 + PIXEL] = pixel if gray else 0
 
 
 @kernel(inline=True)
