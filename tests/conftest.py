@@ -58,6 +58,24 @@ def x86_like(size: int, seed: int) -> bytes:
     return bytes(out[:size])
 
 
+def photo_like(width: int, height: int, seed: int, channels: int = 1) -> bytes:
+    """An 8-bit image like a photograph, ``channels`` bytes per pixel (1: gray, 3: RGB), rows one
+    after another: tiles of 16 x 16 pixels, each a plane of its own slopes (so that the plane
+    through W, N and NW predicts a pixel and its left neighbour alone does not), with noise of +-1
+    (integers only)."""
+    rng = random.Random(seed)
+    tiles = {(tx, ty): (rng.randrange(60, 190), rng.randrange(-12, 13), rng.randrange(-12, 13))
+             for tx in range(width // 16 + 1) for ty in range(height // 16 + 1)}
+    out = bytearray()
+    for y in range(height):
+        for x in range(width):
+            base, slope_x, slope_y = tiles[x // 16, y // 16]
+            shade = base + (slope_x * (x % 16) + slope_y * (y % 16)) // 4
+            for channel in range(channels):
+                out.append(min(255, max(0, shade + 25 * channel + rng.randint(-1, 1))))
+    return bytes(out)
+
+
 def config_with(**changes):
     """The ssm model's default preset with some fields changed (preset id 0 = custom)."""
     from dataclasses import replace

@@ -47,6 +47,30 @@ GOLDEN_EMPTY = bytes.fromhex(
     "02"  # format version
     "01"  # arithmetic version
     "0c"  # model record length
+    "01" "0002" "0e10" "0704" "ffcbe7ff" "c1"  # model record: cm (id 1), component set: table_bits,
+    #       hist_bits, mixers, APMs, mask of context kinds (0-9, 11, 14-18, 21-31), byte-distribution
+    #       source 1 with bits 7-6 set (11): the record detector's revision 2 (it finds no short
+    #       record in text, and finds the rows of 8-bit images)
+    "a068ae76"  # header CRC32
+    "00"  # end block
+    "00"  # original length 0
+    "00000000"  # CRC32 of no data
+)
+#: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 24 bytes (the same code
+#: word as before the record contexts: the detector finds no record in this text)
+GOLDEN_TEXT = bytes.fromhex(
+    "89534d580201" "0c" "010002" "0e100704" "ffcbe7ff" "c1" "a068ae76"  # header, as above
+    "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
+    "801782ef10140833a2661990ab3885b601250fc4586656ff"  # the range coder's code word
+    "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same, written by level 2 with revision 1 of the record detector (``81``: bit 7, no 8-bit image
+#: contexts): streams of older builds must decode as they did.
+GOLDEN_EMPTY_REVISION_1 = bytes.fromhex(
+    "89534d58"  # magic
+    "02"  # format version
+    "01"  # arithmetic version
+    "0c"  # model record length
     "01" "0002" "0e10" "0704" "ffcbe71f" "81"  # model record: cm (id 1), component set: table_bits,
     #       hist_bits, mixers, APMs, mask of context kinds (0-9, 11, 14-18, 21-28), byte-distribution
     #       source 1 with bit 7 set: the record detector's revision 1 (it finds no short record in text)
@@ -55,9 +79,7 @@ GOLDEN_EMPTY = bytes.fromhex(
     "00"  # original length 0
     "00000000"  # CRC32 of no data
 )
-#: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 24 bytes (the same code
-#: word as before the record contexts: the detector finds no record in this text)
-GOLDEN_TEXT = bytes.fromhex(
+GOLDEN_TEXT_REVISION_1 = bytes.fromhex(
     "89534d580201" "0c" "010002" "0e100704" "ffcbe71f" "81" "dcda0c5e"  # header, as above
     "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
     "801782ef10140833a2661990ab3885b601250fc4586656ff"  # the range coder's code word
@@ -1082,6 +1104,11 @@ def test_golden_streams_of_the_first_level_2_still_decode():
     assert statemix.decompress(GOLDEN_TEXT_10_CONTEXTS) == GOLDEN_INPUT
 
 
+def test_golden_streams_of_level_2_with_revision_1_of_the_record_detector_still_decode():
+    assert statemix.decompress(GOLDEN_EMPTY_REVISION_1) == b""
+    assert statemix.decompress(GOLDEN_TEXT_REVISION_1) == GOLDEN_INPUT
+
+
 def test_golden_streams_of_level_2_with_the_first_record_detector_still_decode():
     assert statemix.decompress(GOLDEN_EMPTY_UNGATED) == b""
     assert statemix.decompress(GOLDEN_TEXT_UNGATED) == GOLDEN_INPUT
@@ -1104,6 +1131,13 @@ GOLDEN_TEXT_LEVEL1 = bytes.fromhex(
 #: statemix.compress(GOLDEN_INPUT, level=3): level 2's record but for its byte-distribution source,
 #: the SSM with the count models (02)
 GOLDEN_TEXT_LEVEL3 = bytes.fromhex(
+    "89534d5802010c0100020e100704ffcbe7ffc2" "1a39a7ef"  # header: level 3 model record, CRC32
+    "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
+    "80179106bbd6e438a386be8fd8ce647478b0e2fb17877016"  # the range coder's code word
+    "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same with revision 1 of the record detector: it must decode as it did.
+GOLDEN_TEXT_LEVEL3_REVISION_1 = bytes.fromhex(
     "89534d5802010c0100020e100704ffcbe71f82" "668b05c7"  # header: level 3 model record, CRC32
     "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
     "80179106bbd6e438a386be8fd8ce647478b0e2fb17877016"  # the range coder's code word
@@ -1135,3 +1169,4 @@ def test_golden_streams_at_every_level():
         assert statemix.decompress(golden) == GOLDEN_INPUT
     assert statemix.decompress(GOLDEN_TEXT_LEVEL3_16_CONTEXTS) == GOLDEN_INPUT
     assert statemix.decompress(GOLDEN_TEXT_LEVEL3_UNGATED) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_REVISION_1) == GOLDEN_INPUT

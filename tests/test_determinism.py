@@ -25,11 +25,11 @@ HERE = Path(__file__).resolve().parent
 
 #: sha256 of determinism_probe.probe_streams(); a change here is a change of format or arithmetic
 GOLDEN = {
-    "oneshot-2": "abce3ba716f87c02bb253dbe9ea7ecc5e59c99237955739e00c5109bd26ea2fb",
-    "stream-1": "0fad9aeefb71c1c7594050e0e76b14fbbbcc4a39a28a464cbb7e10ef9ad805c9",
-    "stream-3": "9952a82e9e990bce1e80971bdc1d4c220707815f0ba6ed178ed2039df73ede5e",
-    "ssm": "639411e82b42d2ecd0741ca592c7d04565f60511951d1a2ed4f36e283bb7170a",
-    "ssm-1": "1caefd156fbdc9f20886fa386c1378e0e0d404ce69b2f009ca989846e56b46e8",
+    "oneshot-2": "88b82382cd02b13fbf57a295296575d146b738e66cb83b535ea50fe82295c4c6",
+    "stream-1": "e72e93f5db7ae3118738e7fd3f383b2f392a531616d34753b99906eba7ffd3f7",
+    "stream-3": "c3bfdcfbf9bc7e11eea05fe07aabc7c7dc6638809a31cd8db8cdc57ce272ac79",
+    "ssm": "8917639c55d6f2ea80eaf5bf50dc72e3e417fd3a0f9051d82e98261e00b26f7c",
+    "ssm-1": "d93704d907b2f58a261f33787d44b718023860abce75286bd09eac2cb1e0f68d",
     "ssm-bpe": "66b6085690e9966b1929c9a8d4aa790e7d1990a93904ada6be13829e6b101225",
 }
 #: length of the stream of the ssm bpe preset (a parallel preset: V = 4,712 tokens)

@@ -35,7 +35,7 @@ def test_memory_limit():
     spec = spec_for_level(3)
     need = memory_needed(spec)
     assert need == cm.Config.from_bytes(spec.parameters).memory_bytes() > 400 << 20
-    with pytest.raises(StatemixError, match=r"^this stream's model needs 1,016 MiB of memory, more than the "
+    with pytest.raises(StatemixError, match=r"^this stream's model needs 1,024 MiB of memory, more than the "
                                             r"limit of 300 MiB \(raise it with --memory\)$"):
         build_model(spec, memory_limit=300 << 20)
     build_model(spec_for_level(1, 1000), memory_limit=need)
@@ -43,7 +43,8 @@ def test_memory_limit():
 
 
 @pytest.mark.parametrize("model,level,hint,words", [
-    ("cm", 2, None, "cm level 2 (24 contexts of 16 MiB, 8 of them record contexts of 2 MiB: order 2, order 3,"),
+    ("cm", 2, None, "cm level 2 (27 contexts of 16 MiB, 8 of them record contexts of 2 MiB, 3 of them 8-bit image "
+                    "contexts of 1 MiB: order 2, order 3,"),
     ("cm", 1, 5000, "cm level 1 (5 contexts of"),
     ("cm", 3, None, "cm level 3 ("),
     ("ssm", 1, None, "ssm level 1 (count models only"),
@@ -158,11 +159,14 @@ def test_cm_component_list_record():
     mask = ((1 << 0) | (1 << 4) | (1 << 21)).to_bytes(4, "little")
     assert gated.to_bytes() == bytes([0, 2, 20, 22, 2, 1]) + mask + b"\x80"
     assert cm.Config.from_bytes(gated.to_bytes()) == gated
+    images = cm.Config(20, 22, 3, 2, 1, kinds=(0, 4, 29), source=1, detector=2)  # revision 2: bits 7-6 = 11
+    assert images.to_bytes() == bytes([0, 2, 20, 22, 2, 1]) + ((1 << 0) | (1 << 4) | (1 << 29)).to_bytes(4, "little") + b"\xc1"
+    assert cm.Config.from_bytes(images.to_bytes()) == images
     assert listed.components() == ["order 0", "order 1", "order 2", "word", "order 1 history", "match", "APMs"]
     assert ModelSpec(cm.MODEL_ID, record).describe().startswith("cm custom (3 contexts of 1 MiB: order 2, word,")
     for bad in (bytes([0, 1, 20, 22, 2, 1, 2, 4, 4]), bytes([0, 1, 20, 22, 2, 1, 2, 4, 99]),
                 bytes([0, 1, 20, 22, 2, 1, 3, 4, 0]), bytes([0, 1, 27, 22, 2, 1, 1, 4]),
-                bytes([0, 2, 20, 22, 2, 1, 0, 0, 0, 0, 0]), bytes([0, 2, 20, 22, 2, 1, 0, 0, 0, 128, 0]),
+                bytes([0, 2, 20, 22, 2, 1, 0, 0, 0, 0, 0]), bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0, 0x41]),
                 bytes([0, 2, 20, 22, 8, 1, 1, 0, 0, 0, 0]), bytes([0, 2, 20, 22, 2, 5, 1, 0, 0, 0, 0]),
                 bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0]), bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0, 3]),
                 bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0, 0x83])):

@@ -16,7 +16,9 @@ components live in :mod:`.bit`, one job per module, in the order of the data flo
    input: +-64 per bit seen (up to 16) when the history holds only 1s (+) or only 0s (-), else 0.
    The record contexts (:mod:`.bit.record` finds the record length from the history; the pixel
    contexts of :mod:`.bit.image` are looked up at every bit) are idle while no record is found: no
-   lookup, input 0, nothing trained.  Their regions are 2**-RECORD_TABLE_SHIFT of the others'.
+   lookup, input 0, nothing trained.  Their regions are 2**-RECORD_TABLE_SHIFT of the others'.  The
+   8-bit image contexts of :mod:`.bit.image` are idle likewise unless the detector finds an 8-bit
+   image; their regions are 2**-GRAY_TABLE_SHIFT of the others'.
 3. Match model (:mod:`.bit.match`): the byte after the most recent earlier occurrence of the last
    bytes.
 4. Mixing (:mod:`.bit.mixer`): up to seven mixers with selected weight sets and a final mixer, each
@@ -40,7 +42,7 @@ instead of modelled): the three differ only in where each bit comes from and whe
 It runs any range of a block: the coder and all model state live in arrays (the state: one int64
 array laid out by :data:`STATE_FIELDS`).
 
-Memory (bytes): n * 2**table_bits (histories; a record context's an eighth) + 2**hist_bits (history) + 2**hist_bits (match table,
+Memory (bytes): n * 2**table_bits (histories; a record context's an eighth, an 8-bit image context's a sixteenth) + 2**hist_bits (history) + 2**hist_bits (match table,
 int32 per 4 bytes of history) + 8.25 MiB per APM + about 1.5 MiB (order-1 counters, weights, the
 text state's indirect tables, the record detector's counts).
 """
@@ -364,15 +366,17 @@ class Config:
     :mod:`.bit.contexts` (kept in id order); None for the first records, which list no
     components and mean the first ``contexts`` kinds in id order (with the run quirk described in the
     module docstring).  ``source``: the byte-distribution input (:mod:`.bit.distribution`, 0 for
-    none).  ``detector``: the record detector's revision (0 or 1, see Records).
+    none).  ``detector``: the record detector's revision (0, 1 or 2, see Records).
 
     Records: the first format is 5 bytes ``table_bits, hist_bits, contexts, mixers, apms``; a record
     with a component list is ``00 01 table_bits hist_bits mixers apms n kind_0 .. kind_n-1`` (read,
     no longer written); the one written for a component list is the set, ``00 02 table_bits hist_bits
     mixers apms``, a 32-bit little-endian mask with bit ``kind`` set for each kind used, and the
-    byte-distribution source (:mod:`.bit.distribution`) in the low bits of its last byte, with bit
-    ``DETECTOR_SHIFT`` set for revision 1 of the record detector (:mod:`.bit.record`: it finds no short
-    or weak record in text; clear: revision 0, the first, blind to text).  (The kinds in id
+    byte-distribution source (:mod:`.bit.distribution`) in the low 6 bits of its last byte, and in its
+    top 2 bits (from ``DETECTOR_SHIFT``) the record detector's revision (:mod:`.bit.record`) as
+    :data:`DETECTOR_BITS` writes it: ``00`` revision 0, the first, blind to text; ``10`` revision 1,
+    which finds no short or weak record in text; ``11`` revision 2, which also finds the rows of
+    8-bit images (``01`` is refused: a newer statemix may know it).  (The kinds in id
     order: the model's output does not depend on the order of its contexts, since each owns its own
     tables and the mixers' integer sums do not depend on the order of their terms).  A stream record
     is accepted only within the sizes the presets write (:mod:`.presets`).
@@ -460,9 +464,10 @@ class Config:
                 + 4 * (1 << (self.hist_bits - 2)) + distribution.memory_bytes(self.source, self.source_table_bits))
 
     def region_bits(self, kind: int) -> int:
-        """log2 of the bytes of bit-history states of context ``kind``: ``table_bits``, and an eighth of
+        """log2 of the bytes of bit-history states of context ``kind``: ``table_bits``, an eighth of
         that for the record contexts (binary data is rarely as varied as text, and a table there
-        did not pay for its memory: bench/RESULTS.md, issue 14)."""
+        did not pay for its memory: bench/RESULTS.md, issue 14) and a sixteenth for the 8-bit image
+        contexts (which keeps level 3 under the decoder's default memory limit)."""
         if image.is_gray(kind):
             return self.table_bits - GRAY_TABLE_SHIFT
         return self.table_bits - (RECORD_TABLE_SHIFT if contexts.is_structure(kind) else 0)

@@ -35,10 +35,16 @@ low bits, ``c1`` = the last byte; words and the other text state: :mod:`.text`):
     26  image rows        the same above, 2 pixels left, the byte 2 rows up   32
     27  pixels            one-bit pixels around the current bit (:mod:`.image`), per bit
     28  pixels wide       a wider neighbourhood of them, per bit
+    29  gray gradient     8-bit pixels (:mod:`.image`): the plane through W, N, NW and the activity 35
+    30  gray above        NW, N and NE                                    36
+    31  gray vertical     the column's slope 2 N - NN, and W              37
 
 The record contexts (21-28) include the record length ``w`` in their hash; without a record
 (``w`` = 0) they are idle: the model gives them no input and trains nothing of theirs (text has no
-record, and their constant contexts there cost 0.2% on enwik8).
+record, and their constant contexts there cost 0.2% on enwik8).  The 8-bit image contexts (29-31)
+are idle likewise unless :mod:`.record` finds an 8-bit image.  Kinds 21-31 are the structure
+contexts, whose regions are smaller (see cm).  The component set's mask has 32 bits: kind 32 would
+need a wider record.
 
 A model's component list names the kinds it uses, in order; the k-th listed context owns region k
 of the bit-history table (``2**table_bits`` bytes each) and state map k.  At each nibble boundary the

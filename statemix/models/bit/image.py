@@ -1,4 +1,5 @@
-"""One-bit image contexts: the pixels around the current bit, for bitmaps whose rows are records.
+"""Image contexts: the pixels around the current bit of a one-bit image, and around the current byte
+of an 8-bit one.
 
 A one-bit image (a fax page: Calgary pic) stores 8 pixels per byte, most significant bit first, and
 its rows one after another; :mod:`.record` finds the row length ``w`` in bytes.  The pixel coded by
@@ -13,6 +14,23 @@ contexts are the exact neighbourhoods, one per bit, like the templates of JBIG::
 
 (row r: r rows up; a pixel outside the stream's start reads 0).  Such a context is looked up at
 every bit, not at nibble boundaries, and uses the first bit-history state of its bucket.
+
+An 8-bit image (gray, or RGB with ``step`` = 3 bytes per pixel: each context then sees one colour
+channel) has one pixel per byte; :mod:`.record` finds its row of ``width`` bytes and ``step`` from
+the bytes' differences.  The neighbours of the current pixel are W (``step`` bytes back), N (one row
+up), NW, NE and NN (two rows up).  Its contexts are byte contexts (hashed once per byte, looked up at
+nibble boundaries like those of :mod:`.contexts`), each a prediction of the pixel with a little of
+its surroundings::
+
+    kind 29 "gray gradient"   clamp(W + N - NW) (the plane through W, N and NW), and the
+                              activity (|W - NW| + |N - NW| + |N - NE|) / 4, capped at 15
+    kind 30 "gray above"      NW, N and NE, 6 bits each
+    kind 31 "gray vertical"   clamp(2 N - NN) (the column's slope), and W's top 5 bits
+
+(clamp: to 0..255).  Chosen from eight by dropping each in turn on a photograph and a synthetic
+image (bench/RESULTS.md, issue 14); the others (W with N, the mean of W and NE with N - NW, the row's
+slope 2 W - WW, the diagonal N + NE - NNE, all four neighbours' top 4 bits) gained 0.4% together.
+Their regions are a sixteenth of a text context's: their values have at most 12 bits.
 """
 
 from __future__ import annotations
@@ -23,7 +41,7 @@ from ..._jit import kernel
 from .hashing import mix_hash
 
 FIRST_PIXEL_KIND = 27
-FIRST_GRAY_KIND = 29  # kinds 29.. : the contexts of 8-bit images, hashed once per byte
+FIRST_GRAY_KIND = 29  # kinds 29..31: the contexts of 8-bit images, hashed once per byte
 N_GRAY_KINDS = 3
 
 

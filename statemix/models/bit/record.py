@@ -30,21 +30,46 @@ reported only if it is at least ``MIN_TEXT_RECORD`` bytes long and has at least 
 of the votes, as the lines of a fixed-width text table have (80-99%).  Revision 0, the first, has no
 such gate.
 
+Image rows (revision 2): the rows of an 8-bit image (a photograph, a scan) hardly ever repeat a
+byte exactly, so the votes above miss them; but the byte one row up is close to the current one.
+Every ``SAMPLE_STEP``-th byte (from position ``MAX_RECORD`` on) adds ``|byte - the byte d back|`` to a
+sum per distance ``d`` (1 .. ``MAX_RECORD - 1``; all sums halved after ``SMOOTH_LIMIT`` samples, so
+they follow about the last 16-32 kB).  The image row is the distance of at least ``MIN_IMAGE_ROW``
+bytes with the smallest sum, reported (after ``MIN_SAMPLES`` samples) if that sum is at most
+``1 / IMAGE_RATIO`` of the mean over all distances.  It stands in for the record length while the
+votes find none (in text only for an 8-bit image).  The pixel is the distance 1 .. ``MAX_PIXEL``
+with the smallest sum (1: gray, 3: RGB); the data is an 8-bit image, for the contexts of
+:mod:`.image`, if that sum is at most ``1 / PIXEL_RATIO`` of the mean, the row is at least
+``MIN_IMAGE_PIXELS`` pixels wide, its sum at most ``ROW_PIXEL`` times the pixel's (short repeats in
+text, such as scores "6-3, 2-6", are close at the pixel but not one "row" up), and the votes do not find the same row (exact repeats: a one-bit
+image or a table, which the record contexts code better).  Measured (the mean over the sum of
+distance 1 / of the row, whole files): Grace Hopper's photograph in gray 6.4 / 8.0, the fax image
+Calgary pic 2.1 / 6.1, tables (kennedy.xls, geo, sum, obj2) 0.7-1.1 / 1.1-32, text about 1 / under 2
+at every distance.  Text does not look like an image at all (no row in enwik8's first MB but for 64
+bytes), so the text gate does not apply to image rows: 8-bit pixels are often printable bytes.
+A moving average with differences capped at 63, over 4 or 16 kB, and keeping a row found while it
+is within 1/8 of the best, were measured and coded Hopper 1.0-2.3% larger (bench/RESULTS.md).
+
 State: ``STATE_SIZE`` int64 words of the model's state array from ``r0`` (``LENGTH``: the record
 length reported, 0 for none; ``BEST``: the distance with the highest score; ``TOTAL``: all votes;
 ``USED``: 1 if the model has record contexts; ``WINDOW``: for such a model while a record is found,
 the 10 bits one record back around the next byte: the last bit of the byte before, the byte, the
 first bit of the byte after (-1 otherwise; a mixer selector, :mod:`.mixer`); ``TEXT``: the
-moving average of text bytes, scale ``TEXT_ONE``; ``GATED``: the revision, 1 to gate text, named by
-the model record) and ``AUX_SIZE`` int32 words of an array from ``a0``::
+moving average of text bytes, scale ``TEXT_ONE``; ``GATED``: the revision (0, 1 to gate text, 2
+also to find image rows), named by the model record; ``IMAGE``: the image row, bytes (0: none);
+``SAMPLES``: samples in the sums; ``EXACT``: the record length the votes find (0: none); ``PIXEL``:
+the bytes of an 8-bit image's pixel, 0 if it is none) and ``AUX_SIZE`` int32 words of an array from
+``a0``::
 
     a0 + [0, 256)               LAST: low 32 bits of the position where each byte value was last seen
                                 (+1, so 0 means never)
     a0 + [256, 512)             GAP: the distance between its two last occurrences (0: none)
     a0 + [512, 512 + MAX_RECORD) VOTES: votes per distance
+    a0 + SMOOTH + [0, MAX_RECORD) the sums of byte differences per distance (revision 2)
 
-Cost: a few operations per byte, and a pass over ``MAX_RECORD`` counts per halving; none for a model
-without record contexts.
+Cost: a few operations per byte, and a pass over ``MAX_RECORD`` counts per halving; with revision
+2 a pass over ``MAX_RECORD`` sums per ``SAMPLE_STEP`` bytes (about 110 additions per byte); none for
+a model without record contexts.
 """
 
 from __future__ import annotations
@@ -63,13 +88,15 @@ MIN_TEXT_SHARE = 2  # ... and its share of all votes there at least 1 / MIN_TEXT
 TEXT_SHIFT = 5  # the text share is a moving average over about 2**TEXT_SHIFT bytes
 TEXT_ONE = 1 << 12  # the text share's scale (1.0)
 TEXT_LEVEL = 3 * TEXT_ONE // 4  # at or above this share of text bytes the history counts as text
-SAMPLE_STEP = 32  # revision 2: every 32nd byte is compared with each of the MAX_RECORD bytes before it
+SAMPLE_STEP = 37  # revision 2: every 37th byte (a prime: the samples visit every column of a row) is
+# compared with each of the MAX_RECORD bytes before it (32 measured 0.2-0.5% larger on images)
 SMOOTH_LIMIT = 1 << 10  # ... and after this many samples the sums are halved
 MIN_SAMPLES = 32  # samples before an image row is reported
 MIN_IMAGE_ROW = 8  # bytes: the shortest image row
 IMAGE_RATIO = 2  # a row is reported if the byte one row up is at least this much closer than the mean
 PIXEL_RATIO = 4  # ... and it is an 8-bit image if the pixel to the left is this much closer
 MIN_IMAGE_PIXELS = 16  # pixels: the narrowest 8-bit image
+ROW_PIXEL = 2  # ... whose pixel one row up is at most this much farther than the one to the left
 MAX_PIXEL = 4  # bytes: the longest pixel (1: gray, 3: RGB, 4: RGBA)
 LENGTH, BEST, TOTAL, USED, WINDOW, TEXT, GATED, IMAGE, SAMPLES, EXACT, PIXEL = range(11)
 STATE_SIZE = 11
@@ -127,9 +154,8 @@ def record_update(st, r0, aux, a0, hist, hist_mask, pos, byte):
 
 @kernel(inline=True)
 def _image_rows(st, r0, aux, a0, hist, hist_mask, pos, byte):
-    """Revision 2: add |byte - the byte d back| to the sum of each distance d, and report as the
-    image row the distance (at least MIN_IMAGE_ROW) with the smallest sum if that is at most
-    1 / IMAGE_RATIO of the mean."""
+    """Revision 2: take the sample at ``pos`` into the sums; set ``IMAGE`` and ``PIXEL`` (see the
+    module docstring; ``EXACT`` is the votes' length at ``pos``)."""
     base = a0 + SMOOTH
     samples = st[r0 + SAMPLES] + 1
     halve = samples >= SMOOTH_LIMIT
@@ -156,7 +182,7 @@ def _image_rows(st, r0, aux, a0, hist, hist_mask, pos, byte):
             pixel = d
     found = samples >= MIN_SAMPLES and least * IMAGE_RATIO * (MAX_RECORD - 1) <= total
     st[r0 + IMAGE] = best if found else 0
-    gray = (found and best >= MIN_IMAGE_PIXELS * pixel and best != st[r0 + EXACT]
+    gray = (found and best >= MIN_IMAGE_PIXELS * pixel and best != st[r0 + EXACT] and least <= ROW_PIXEL * nearest
             and nearest * PIXEL_RATIO * (MAX_RECORD - 1) <= total)
     st[r0 + PIXEL] = pixel if gray else 0
 
