@@ -66,21 +66,9 @@ GOLDEN_TEXT = bytes.fromhex(
 )
 #: The same, written by level 2 with revision 1 of the record detector (``81``: bit 7, no 8-bit image
 #: contexts): streams of older builds must decode as they did.
-GOLDEN_EMPTY_REVISION_1 = bytes.fromhex(
-    "89534d58"  # magic
-    "02"  # format version
-    "01"  # arithmetic version
-    "0c"  # model record length
-    "01" "0002" "0e10" "0704" "ffcbe71f" "81"  # model record: cm (id 1), component set: table_bits,
-    #       hist_bits, mixers, APMs, mask of context kinds (0-9, 11, 14-18, 21-28), byte-distribution
-    #       source 1 with bit 7 set: the record detector's revision 1 (it finds no short record in text)
-    "dcda0c5e"  # header CRC32
-    "00"  # end block
-    "00"  # original length 0
-    "00000000"  # CRC32 of no data
-)
+GOLDEN_EMPTY_REVISION_1 = bytes.fromhex("89534d5802010c0100020e100704ffcbe71f81dcda0c5e" "00" "00" "00000000")
 GOLDEN_TEXT_REVISION_1 = bytes.fromhex(
-    "89534d580201" "0c" "010002" "0e100704" "ffcbe71f" "81" "dcda0c5e"  # header, as above
+    "89534d5802010c0100020e100704ffcbe71f81dcda0c5e"  # header: mask 0-9, 11, 14-18, 21-28; source byte 81
     "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
     "801782ef10140833a2661990ab3885b601250fc4586656ff"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32

@@ -470,7 +470,7 @@ class Config:
         contexts (which keeps level 3 under the decoder's default memory limit)."""
         if image.is_gray(kind):
             return self.table_bits - GRAY_TABLE_SHIFT
-        return self.table_bits - (RECORD_TABLE_SHIFT if contexts.is_structure(kind) else 0)
+        return self.table_bits - (RECORD_TABLE_SHIFT if contexts.needs_record(kind) else 0)
 
     @property
     def history_bytes(self) -> int:

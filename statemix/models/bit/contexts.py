@@ -159,31 +159,25 @@ def is_structure(kind):
 
 
 @kernel(inline=True)
-def _back(hist, hist_mask, pos, distance):
-    """The byte ``distance`` before position ``pos`` (0 before the stream's start)."""
-    return np.int64(hist[(pos - distance) & hist_mask]) if 0 < distance <= pos else np.int64(0)
-
-
-@kernel(inline=True)
 def _structure_hash(kind, c1, width, hist, hist_mask, pos):
     """The record contexts of whole bytes (kinds 21-26; ``width``: the record length, 0 for none)."""
-    above = _back(hist, hist_mask, pos, width) if width > 0 else np.int64(0)
+    above = record.back(hist, hist_mask, pos, width) if width > 0 else np.int64(0)
     if kind == 21:
         return mix_hash((((width << 8) | above) << 8) | c1, 24 << 40)
     if kind == 25 or kind == 26:
-        left = _back(hist, hist_mask, pos, width + 1) & 3 if width > 0 else np.int64(0)
-        right = _back(hist, hist_mask, pos, width - 1) >> 6 if width > 1 else np.int64(0)
+        left = record.back(hist, hist_mask, pos, width + 1) & 3 if width > 0 else np.int64(0)
+        right = record.back(hist, hist_mask, pos, width - 1) >> 6 if width > 1 else np.int64(0)
         around = (((left << 8) | above) << 2) | right
         if kind == 25:
             return mix_hash((((width << 12) | around) << 4) | (c1 & 15), 31 << 40)
-        two = _back(hist, hist_mask, pos, 2 * width) if width > 0 else np.int64(0)
+        two = record.back(hist, hist_mask, pos, 2 * width) if width > 0 else np.int64(0)
         return mix_hash((((((width << 12) | around) << 8) | two) << 2) | (c1 & 3), 32 << 40)
     if kind == 22:
-        two = _back(hist, hist_mask, pos, 2 * width) if width > 0 else np.int64(0)
+        two = record.back(hist, hist_mask, pos, 2 * width) if width > 0 else np.int64(0)
         return mix_hash((((width << 8) | above) << 8) | two, 25 << 40)
     if kind == 23:
-        left = _back(hist, hist_mask, pos, width + 1) if width > 0 else np.int64(0)
-        right = _back(hist, hist_mask, pos, width - 1) if width > 1 else np.int64(0)
+        left = record.back(hist, hist_mask, pos, width + 1) if width > 0 else np.int64(0)
+        right = record.back(hist, hist_mask, pos, width - 1) if width > 1 else np.int64(0)
         return mix_hash((((((width << 8) | left) << 8) | above) << 8) | right, 26 << 40)
     column = pos % width if width > 0 else np.int64(0)
     return mix_hash((((width << 12) | column) << 8) | above, 27 << 40)

@@ -39,6 +39,7 @@ import numpy as np
 
 from ..._jit import kernel
 from .hashing import mix_hash
+from .record import back
 
 FIRST_PIXEL_KIND = 27
 FIRST_GRAY_KIND = 29  # kinds 29..31: the contexts of 8-bit images, hashed once per byte
@@ -63,19 +64,14 @@ def _clamp(v):
 
 
 @kernel(inline=True)
-def _at(hist, hist_mask, pos, distance):
-    return np.int64(hist[(pos - distance) & hist_mask]) if 0 < distance <= pos else np.int64(0)
-
-
-@kernel(inline=True)
 def gray_hash(kind, hist, hist_mask, pos, width, step):
     """The hash of 8-bit image context ``kind`` for the byte at ``pos`` (rows of ``width`` bytes,
     pixels of ``step`` bytes)."""
-    w = _at(hist, hist_mask, pos, step)
-    n = _at(hist, hist_mask, pos, width)
-    nw = _at(hist, hist_mask, pos, width + step)
-    ne = _at(hist, hist_mask, pos, width - step)
-    nn = _at(hist, hist_mask, pos, 2 * width)
+    w = back(hist, hist_mask, pos, step)
+    n = back(hist, hist_mask, pos, width)
+    nw = back(hist, hist_mask, pos, width + step)
+    ne = back(hist, hist_mask, pos, width - step)
+    nn = back(hist, hist_mask, pos, 2 * width)
     g = kind - FIRST_GRAY_KIND
     if g == 0:
         activity = min((abs(w - nw) + abs(n - nw) + abs(n - ne)) >> 2, np.int64(15))

@@ -57,7 +57,7 @@ the 10 bits one record back around the next byte: the last bit of the byte befor
 first bit of the byte after (-1 otherwise; a mixer selector, :mod:`.mixer`); ``TEXT``: the
 moving average of text bytes, scale ``TEXT_ONE``; ``GATED``: the revision (0, 1 to gate text, 2
 also to find image rows), named by the model record; ``IMAGE``: the image row, bytes (0: none);
-``SAMPLES``: samples in the sums; ``EXACT``: the record length the votes find (0: none); ``PIXEL``:
+``SAMPLES``: samples in the sums; ``PIXEL``:
 the bytes of an 8-bit image's pixel, 0 if it is none) and ``AUX_SIZE`` int32 words of an array from
 ``a0``::
 
@@ -98,8 +98,8 @@ PIXEL_RATIO = 4  # ... and it is an 8-bit image if the pixel to the left is this
 MIN_IMAGE_PIXELS = 16  # pixels: the narrowest 8-bit image
 ROW_PIXEL = 2  # ... whose pixel one row up is at most this much farther than the one to the left
 MAX_PIXEL = 4  # bytes: the longest pixel (1: gray, 3: RGB, 4: RGBA)
-LENGTH, BEST, TOTAL, USED, WINDOW, TEXT, GATED, IMAGE, SAMPLES, EXACT, PIXEL = range(11)
-STATE_SIZE = 11
+LENGTH, BEST, TOTAL, USED, WINDOW, TEXT, GATED, IMAGE, SAMPLES, PIXEL = range(10)
+STATE_SIZE = 10
 LAST, GAP, VOTES = 0, 256, 512
 SMOOTH = VOTES + MAX_RECORD
 AUX_SIZE = SMOOTH + MAX_RECORD
@@ -116,6 +116,12 @@ def window(st, r0, hist, hist_mask, pos):
     above = np.int64(hist[(pos - width) & hist_mask])
     right = np.int64(hist[(pos - width + 1) & hist_mask]) >> 7 if width > 1 else np.int64(0)
     st[r0 + WINDOW] = (left << 9) | (above << 1) | right
+
+
+@kernel(inline=True)
+def back(hist, hist_mask, pos, distance):
+    """The byte ``distance`` before position ``pos`` of the history ring (0 before the stream's start)."""
+    return np.int64(hist[(pos - distance) & hist_mask]) if 0 < distance <= pos else np.int64(0)
 
 
 @kernel(inline=True)
@@ -144,18 +150,17 @@ def record_update(st, r0, aux, a0, hist, hist_mask, pos, byte):
     if found and st[r0 + GATED] != 0 and st[r0 + TEXT] >= TEXT_LEVEL:
         found = best >= MIN_TEXT_RECORD and top * MIN_TEXT_SHARE >= st[r0 + TOTAL]
     exact = best if found else 0
-    st[r0 + EXACT] = exact
     if st[r0 + GATED] >= 2 and pos % SAMPLE_STEP == 0 and pos >= MAX_RECORD:
-        _image_rows(st, r0, aux, a0, hist, hist_mask, pos, byte)
+        _image_rows(st, r0, aux, a0, hist, hist_mask, pos, byte, exact)
     # an image row stands in for a record, in text only if the image is 8-bit (text is never smooth)
     image = st[r0 + IMAGE] if st[r0 + PIXEL] != 0 or st[r0 + TEXT] < TEXT_LEVEL else 0
     st[r0 + LENGTH] = exact if exact != 0 else image
 
 
 @kernel(inline=True)
-def _image_rows(st, r0, aux, a0, hist, hist_mask, pos, byte):
+def _image_rows(st, r0, aux, a0, hist, hist_mask, pos, byte, exact):
     """Revision 2: take the sample at ``pos`` into the sums; set ``IMAGE`` and ``PIXEL`` (see the
-    module docstring; ``EXACT`` is the votes' length at ``pos``)."""
+    module docstring; ``exact``: the record length the votes find at ``pos``, 0 for none)."""
     base = a0 + SMOOTH
     samples = st[r0 + SAMPLES] + 1
     halve = samples >= SMOOTH_LIMIT
@@ -182,7 +187,7 @@ def _image_rows(st, r0, aux, a0, hist, hist_mask, pos, byte):
             pixel = d
     found = samples >= MIN_SAMPLES and least * IMAGE_RATIO * (MAX_RECORD - 1) <= total
     st[r0 + IMAGE] = best if found else 0
-    gray = (found and best >= MIN_IMAGE_PIXELS * pixel and best != st[r0 + EXACT] and least <= ROW_PIXEL * nearest
+    gray = (found and best >= MIN_IMAGE_PIXELS * pixel and best != exact and least <= ROW_PIXEL * nearest
             and nearest * PIXEL_RATIO * (MAX_RECORD - 1) <= total)
     st[r0 + PIXEL] = pixel if gray else 0
 
