@@ -118,14 +118,14 @@ GOLDEN_TEXT_10_CONTEXTS = bytes.fromhex(
 def stream(data: bytes) -> bytes:
     """``statemix.compress(data)`` with the real block size, whichever test asks first (the cache
     must not keep a stream made under the small_blocks fixture)."""
-    return _with_block_size(REAL_BLOCK_SIZE, statemix.compress, data)
+    return _compress_in_blocks_of(REAL_BLOCK_SIZE, data)
 
 
-def _with_block_size(size: int, function, *args):
+def _compress_in_blocks_of(size: int, data: bytes) -> bytes:
     saved = container.BLOCK_SIZE
     container.BLOCK_SIZE = size
     try:
-        return function(*args)
+        return statemix.compress(data)
     finally:
         container.BLOCK_SIZE = saved
 
@@ -158,7 +158,7 @@ def small_blocks(monkeypatch):
 
 @functools.cache
 def multi_block_stream() -> bytes:
-    data = _with_block_size(SMALL_BLOCK, statemix.compress, MULTI_BLOCK_INPUT)
+    data = _compress_in_blocks_of(SMALL_BLOCK, MULTI_BLOCK_INPUT)
     kinds = block_kinds(data)
     assert len(kinds) == 4, "the BLOCK_SIZE hook no longer makes multi-block streams"
     assert kinds[2] == "stored"
