@@ -12,6 +12,7 @@ Layout::
     protocol.py      the Model protocol, ModelSpec, TraceBlock and StageStep (what the trace hooks report)
     presets.py       every --level preset of every model, and the record bounds they imply
     modes.py         ENCODE / DECODE / LEARN
+    steps.py         kernel steps sized by the clock (where progress is reported)
     _snapshot.py     copies of a model's whole state (snapshot/restore)
     cm.py            the bitwise model's loop over its components (model id 1) ...
     bit/             ... tables (stretch/squash, counter rule, bit histories), contexts, match,
@@ -29,8 +30,8 @@ field is checked against what the presets can produce, before anything is alloca
 ``memory_bytes()`` (the documented upper bound, computed without allocating) and ``describe()``
 (words, naming the preset when the record is one), and a ``Model(config)`` class implementing the
 protocol.  ``progress``, when given, is called as ``progress(done)`` (bytes of this block processed
-so far, increasing) between kernel steps of at most about 0.1 s each (one exception: training a BPE
-vocabulary on a first block is one step); an exception it raises propagates out of the call, and
+so far, increasing) between kernel steps of about 50 ms each, sized by the clock (:mod:`.steps`; one
+exception: training a BPE vocabulary on a first block is one step); an exception it raises propagates out of the call, and
 the model must then be abandoned (its state is part-way through the block).
 
 How to add a context model (to cm), with the word context as the worked example

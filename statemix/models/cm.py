@@ -73,6 +73,7 @@ from .bit.tables import COUNTER_INIT, LUT_INITIAL, LUT_NEXT, LUT_RUN, lookup_tab
 from .modes import DECODE, ENCODE, LEARN
 from .nn.layout import S_TB, S_USE_SSM
 from .protocol import ModelSpec, StageStep, TraceBlock
+from .steps import timed_steps
 from .tokenloop import STAGE_MIXED, STAGE_QUANTIZED, STAGE_SSM, record_stages
 
 MODEL_ID = 1
@@ -513,11 +514,6 @@ def config_for_level(level: int, size_hint: int | None) -> Config:
     return Config(**presets.cm_sized(level, presets.cm_fit(size_hint)))
 
 
-#: bytes per kernel step: about 10-60 ms of work without a byte-distribution source on a 2020s core,
-#: about 0.1 s with the count models' (4 KiB) or the SSM's (1 KiB)
-STEP_BYTES = 1 << 14
-STEP_BYTES_COUNTS = 1 << 12
-STEP_BYTES_SSM = 1 << 10
 #: attributes that are configuration or shared read-only tables, not state (see :meth:`Model.snapshot`)
 _CONSTANT = frozenset({"config", "spec", "lut", "_sink", "_stage_sink"})
 
@@ -616,14 +612,10 @@ class Model:
                         self.lut, self.inputs)
         source = self.source.arrays() if self.source is not None else _no_source()
         uses_ssm = self.source is not None and self.source.uses_ssm
-        step = STEP_BYTES_SSM if uses_ssm else STEP_BYTES_COUNTS if self.source is not None else STEP_BYTES
         staging = self._stage_sink is not None and mode == ENCODE
-        if staging:
-            step = min(step, STEP_BYTES_STAGES)
         # over 256 symbols the SSM's parallel regions are too small to pay for a second thread (see ssm)
         with threads_at_most(1) if uses_ssm else contextlib.nullcontext():
-            for start in range(0, n, step):
-                end = min(n, start + step)
+            for start, end in timed_steps(n, STEP_BYTES_STAGES if staging else STEP_BYTES_MOST):
                 stages = np.zeros((end - start, STAGE_ROWS, 256), dtype=np.float32) if staging else _NO_STAGES
                 run_range(mode, data, coded, self.rc, self.state, tables, source, trace, stages, start, end)
                 if staging:
@@ -667,7 +659,9 @@ class Model:
 
 _NO_TRACE = np.zeros((0, 2), dtype=np.int32)
 _NO_STAGES = np.zeros((0, STAGE_ROWS, 256), dtype=np.float32)
-#: bytes per kernel step while stages are traced (each byte's stages: 5 KiB of float32)
+#: the most bytes in one kernel step (steps are timed: :mod:`.steps`), and while stages are traced
+#: (each byte's stages: 5 KiB of float32)
+STEP_BYTES_MOST = 1 << 16
 STEP_BYTES_STAGES = 1 << 10
 
 

@@ -49,6 +49,7 @@ from . import tokenmix
 from ._snapshot import put_back, take
 from .modes import DECODE, ENCODE, LEARN
 from .protocol import ModelSpec, StageStep, TraceBlock, bits_msb_first
+from .steps import timed_steps
 from .nn import Network
 from .ssm_config import (BLOCK_SIZE_MAX, MAX_BPE_MERGES, PRESETS, TOK_BPE, TOK_IDS, Config,  # noqa: F401
                          config_for_level)
@@ -56,9 +57,9 @@ from .tokenloop import STAGE_MIXED, STAGE_QUANTIZED, STAGE_SSM, run_range
 
 MODEL_ID = 2
 PARALLEL_MIN_VOCAB = 4096  # smaller vocabularies run on one thread (output is the same at any count)
-# Tokens per kernel step (Model.step_tokens): STEP_COST // (V + STEP_COST_TOKEN) with the SSM (256 over
-# bytes: at most 0.08 s at the start of a stream, 0.02 s later, on this machine),
-# STEP_COUNTS with the count models alone; measured so a step stays under about 0.1 s here.
+# The most tokens in one kernel step (Model.step_tokens; steps are timed, see .steps):
+# STEP_COST // (V + STEP_COST_TOKEN) with the SSM (256 over bytes), STEP_COUNTS with the count models
+# alone; with the SSM it also bounds a traced step's stage arrays (3 x V float32 per token).
 STEP_COST = 1 << 17
 STEP_COST_TOKEN = 256
 STEP_COUNTS = 1 << 13
@@ -124,7 +125,7 @@ class Model:
             return self._run_block(mode, tokens, coded, trace, progress)
 
     def step_tokens(self) -> int:
-        """Tokens per kernel step: about 0.1 s of work or less (see :data:`STEP_COST`)."""
+        """The most tokens in one kernel step (see :data:`STEP_COST`)."""
         config = self.model_config
         if not config.use_ssm:
             return STEP_COUNTS
@@ -147,8 +148,7 @@ class Model:
         staging = self._stage_sink is not None and mode == ENCODE
         byte_ends = self._byte_ends(tokens) if staging else None
         V = self.model_config.vocab
-        for start in range(0, n, step):
-            end = min(n, start + step)
+        for start, end in timed_steps(n, step):
             stages = np.zeros((end - start, 3, V), dtype=np.float32) if staging else _NO_STAGES
             run_range(mode, tokens, coded, self.rc, net, network.acts, network.grads, self.counts, self.lc,
                       ts, trace, bit_trace, stages, start, end)
