@@ -343,7 +343,7 @@ def _size_option(value: str | None, zero: int | None) -> int | None:
 @click.option("--memory", "memory", callback=lambda ctx, param, value: _size_option(value, 1 << 62),
               metavar="SIZE",
               help="Refuse to decode streams whose model needs more memory than SIZE (e.g. 800MiB, "
-                   "2GiB; 0: no limit). Default: 1 GiB, above every preset.")
+                   "2GiB; 0: no limit). Default: 1.5 GiB, above every preset.")
 @click.option("--segment-size", "segment_size", is_flag=False, flag_value="4MiB",
               callback=lambda ctx, param, value: _size_option(value, None), metavar="[SIZE]",
               help="Cut the input into independent segments of SIZE (default 4MiB), compressed in "

@@ -54,7 +54,7 @@ def decompress(data, /, *, threads: int | None = None, memory_limit: int | None 
 
     Raises StatemixError if ``data`` is empty, truncated, corrupt, or followed by anything that is
     not another statemix stream, or if a stream's model needs more memory than ``memory_limit``
-    bytes (default: ``codec.DEFAULT_MEMORY_LIMIT``, 1 GiB).
+    bytes (default: ``codec.DEFAULT_MEMORY_LIMIT``, 1.5 GiB).
     """
     if threads is not None and threads > 1:  # the streams of a segmented file, in parallel
         import io

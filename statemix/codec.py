@@ -43,7 +43,7 @@ ZSTD_LEVEL = 19  # every block is also compressed by zstandard; the smallest of 
 PROBE_LEVEL = 1  # zstandard level of the quick test that decides whether a block is worth modelling
 PROBE_RATIO = 0.98  # a block that the probe cannot shrink below this fraction is not modelled
 #: default ``memory_limit`` of decoders (bytes): above every preset's model (see README, Memory)
-DEFAULT_MEMORY_LIMIT = 1 << 30
+DEFAULT_MEMORY_LIMIT = 3 << 29  # 1.5 GiB
 
 
 MIN_SEGMENT = 1 << 16  # bytes: the smallest segment_size
@@ -204,10 +204,10 @@ class BlockCoder:
             if self._threads > 1:  # zstandard runs beside the model
                 with ThreadPoolExecutor(1) as pool:
                     zstd_job = pool.submit(compress_zstd, raw)
-                    coded = self.model.encode(source, len(raw) - 1, progress=report)
+                    coded = self.model.encode(source, len(raw) - 1, progress=report, x86=transformed)
                     zstd_payload = zstd_job.result()
             else:
-                coded = self.model.encode(source, len(raw) - 1, progress=report)
+                coded = self.model.encode(source, len(raw) - 1, progress=report, x86=transformed)
                 zstd_payload = compress_zstd(raw)
         else:
             zstd_payload = compress_zstd(raw)
@@ -312,7 +312,7 @@ class Decompressor(Unpicklable):
         if header.kind == container.MODELLED_X86:
             from . import x86
 
-            return x86.decode(self._model.decode(payload, header.raw_length, progress=report), self._length)
+            return x86.decode(self._model.decode(payload, header.raw_length, progress=report, x86=True), self._length)
         if header.kind == container.STORED:
             raw = payload
         else:

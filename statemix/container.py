@@ -59,7 +59,7 @@ Writers cut block ``i`` (0, 1, ...) of a stream at ``block_limit(i)`` bytes of i
 (16 KiB) doubling up to BLOCK_SIZE (1 MiB), so the first bytes of a stream can be verified and
 released after little model work, and the output does not depend on how the input was fed in.
 Readers accept any block length up to MAX_BLOCK.  An empty stream is 17 bytes plus the model record
-(12 bytes for the default cm level: 29 bytes); data that cannot be compressed grows by that much plus
+(14 bytes for the default cm level: 31 bytes); data that cannot be compressed grows by that much plus
 9 to 11 bytes per block (the first six blocks cover 1,008 KiB, then one block per MiB).
 """
 

@@ -58,6 +58,48 @@ def x86_like(size: int, seed: int) -> bytes:
     return bytes(out[:size])
 
 
+def machine_code(size: int, seed: int) -> tuple[bytes, list[bytes]]:
+    """x86-64 code from 16 instruction templates with random registers and operands, calling 40
+    functions; the code and its instructions."""
+    rng = random.Random(seed)
+    functions = [rng.randrange(1 << 20) for _ in range(40)]
+    out, listed = bytearray(), []
+
+    def reg() -> int:
+        return rng.randrange(8)
+
+    def imm(n: int) -> bytes:
+        return bytes(rng.randrange(256) if rng.random() < 0.3 else 0 for _ in range(n))
+
+    templates = [
+        lambda: b"\x55",
+        lambda: b"\x48\x89\xe5",
+        lambda: b"\x48\x83\xec" + bytes([8 * rng.randrange(1, 8)]),
+        lambda: bytes([0x89, 0x40 | reg() << 3 | 5, 256 - 4 * rng.randrange(1, 9)]),
+        lambda: bytes([0x8B, 0x40 | reg() << 3 | 5, 256 - 4 * rng.randrange(1, 9)]),
+        lambda: b"\x48\x8d\x05" + imm(4),
+        lambda: bytes([0x70 | rng.randrange(16), rng.randrange(256)]),
+        lambda: b"\x0f\x84" + imm(4),
+        lambda: bytes([0x0F, 0xB6, 0xC0 | reg() << 3 | reg()]),
+        lambda: bytes([0x85, 0xC0 | reg() << 3 | reg()]),
+        lambda: bytes([0x83, 0xF8 | reg(), rng.randrange(16)]),
+        lambda: bytes([0xB8 | reg()]) + imm(4),
+        lambda: b"\x0f\x1f\x44\x00\x00",
+        lambda: b"\x31\xc0",
+        lambda: bytes([0x89, 0x44 | reg() << 3, 0x24, 8 * rng.randrange(8)]),
+        lambda: bytes([0x8B, 0x84 | reg() << 3, 0x8B]) + imm(4),
+    ]
+    while len(out) < size:
+        if rng.random() < 0.12:
+            target = rng.choice(functions)
+            encoding = b"\xe8" + ((target - (len(out) + 5)) % (1 << 32)).to_bytes(4, "little")
+        else:
+            encoding = rng.choice(templates[: 8 + rng.randrange(9)])()
+        out += encoding
+        listed.append(encoding)
+    return bytes(out), listed
+
+
 def photo_like(width: int, height: int, seed: int, channels: int = 1) -> bytes:
     """An 8-bit image like a photograph, ``channels`` bytes per pixel (1: gray, 3: RGB), rows one
     after another: tiles of 16 x 16 pixels, each a plane of its own slopes (so that the plane

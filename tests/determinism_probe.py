@@ -13,15 +13,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import statemix  # noqa: E402
-from conftest import photo_like, text_sample, x86_like  # noqa: E402
+from conftest import machine_code, photo_like, text_sample, x86_like  # noqa: E402
 
 
 def probe_input() -> bytes:
     """An 8-bit image (the cm model's 8-bit image contexts), text, a one-bit image (its record and
-    pixel contexts), every byte value, text, and x86-like code (its block is coded after the x86
-    transform)."""
+    pixel contexts), every byte value, text, x86-like code and x86-64 instructions (the block is
+    coded after the x86 transform, with the instruction contexts)."""
     return (photo_like(96, 100, seed=5) + text_sample(20_000, seed=3) + bitmap(32, 90) + bytes(range(256)) * 4
-            + text_sample(5_000, seed=4) + x86_like(8_000, seed=7))
+            + text_sample(5_000, seed=4) + x86_like(8_000, seed=7) + machine_code(6_000, seed=8)[0])
 
 
 def bitmap(width: int, rows: int) -> bytes:

@@ -46,23 +46,30 @@ GOLDEN_EMPTY = bytes.fromhex(
     "89534d58"  # magic
     "02"  # format version
     "01"  # arithmetic version
-    "0c"  # model record length
-    "01" "0002" "0e10" "0704" "ffcbe7ff" "c1"  # model record: cm (id 1), component set: table_bits,
-    #       hist_bits, mixers, APMs, mask of context kinds (0-9, 11, 14-18, 21-31), byte-distribution
-    #       source 1 with bits 7-6 set (11): the record detector's revision 2 (it finds no short
-    #       record in text, and finds the rows of 8-bit images)
-    "a068ae76"  # header CRC32
+    "0e"  # model record length
+    "01" "0003" "0e10" "0704" "05" "ffcbe7ff03" "c1"  # model record: cm (id 1), wide component set:
+    #       table_bits, hist_bits, mixers, APMs, 5 bytes of mask of context kinds (0-9, 11, 14-18,
+    #       21-33), byte-distribution source 1 with bits 7-6 set (11): the record detector's
+    #       revision 2 (it finds no short record in text, and finds the rows of 8-bit images)
+    "0a3856b8"  # header CRC32
     "00"  # end block
     "00"  # original length 0
     "00000000"  # CRC32 of no data
 )
 #: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 24 bytes (the same code
-#: word as before the record contexts: the detector finds no record in this text)
+#: word as before the record contexts: the detector finds no record in this text, and the x86
+#: instruction contexts are idle outside x86 blocks)
 GOLDEN_TEXT = bytes.fromhex(
-    "89534d580201" "0c" "010002" "0e100704" "ffcbe7ff" "c1" "a068ae76"  # header, as above
+    "89534d580201" "0e" "010003" "0e100704" "05" "ffcbe7ff03" "c1" "0a3856b8"  # header, as above
     "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
     "801782ef10140833a2661990ab3885b601250fc4586656ff"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same, written by level 2 before the x86 instruction contexts (a ``00 02`` record: kinds 0-31).
+GOLDEN_EMPTY_32_KINDS = bytes.fromhex("89534d5802010c0100020e100704ffcbe7ffc1a068ae76" "00" "00" "00000000")
+GOLDEN_TEXT_32_KINDS = bytes.fromhex(
+    "89534d5802010c0100020e100704ffcbe7ffc1a068ae76" "01cc0318c85877534f"
+    "801782ef10140833a2661990ab3885b601250fc4586656ff" "00cc035877534f"
 )
 #: The same, written by level 2 with revision 1 of the record detector (``81``: bit 7, no 8-bit image
 #: contexts): streams of older builds must decode as they did.
@@ -928,7 +935,7 @@ def test_read_info_one_stream():
 def test_read_info_empty_stream():
     (info,) = statemix.read_info(io.BytesIO(GOLDEN_EMPTY))
     assert info.blocks == []
-    assert info.compressed_size == len(GOLDEN_EMPTY) == 29
+    assert info.compressed_size == len(GOLDEN_EMPTY) == 31
     assert info.uncompressed_size == 0
     assert info.crc32 == 0
 
@@ -1099,6 +1106,11 @@ def test_golden_streams_of_the_first_level_2_still_decode():
     assert statemix.decompress(GOLDEN_TEXT_10_CONTEXTS) == GOLDEN_INPUT
 
 
+def test_golden_streams_of_level_2_before_the_instruction_contexts_still_decode():
+    assert statemix.decompress(GOLDEN_EMPTY_32_KINDS) == b""
+    assert statemix.decompress(GOLDEN_TEXT_32_KINDS) == GOLDEN_INPUT
+
+
 def test_golden_streams_of_level_2_with_revision_1_of_the_record_detector_still_decode():
     assert statemix.decompress(GOLDEN_EMPTY_REVISION_1) == b""
     assert statemix.decompress(GOLDEN_TEXT_REVISION_1) == GOLDEN_INPUT
@@ -1126,6 +1138,13 @@ GOLDEN_TEXT_LEVEL1 = bytes.fromhex(
 #: statemix.compress(GOLDEN_INPUT, level=3): level 2's record but for its byte-distribution source,
 #: the SSM with the count models (02)
 GOLDEN_TEXT_LEVEL3 = bytes.fromhex(
+    "89534d5802010e0100030e10070405ffcbe7ff03c2" "b0695f21"  # header: level 3 model record, CRC32
+    "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
+    "80179106bbd6e438a386be8fd8ce647478b0e2fb17877016"  # the range coder's code word
+    "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same before the x86 instruction contexts (a ``00 02`` record): it must decode as it did.
+GOLDEN_TEXT_LEVEL3_32_KINDS = bytes.fromhex(
     "89534d5802010c0100020e100704ffcbe7ffc2" "1a39a7ef"  # header: level 3 model record, CRC32
     "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
     "80179106bbd6e438a386be8fd8ce647478b0e2fb17877016"  # the range coder's code word
@@ -1163,5 +1182,6 @@ def test_golden_streams_at_every_level():
         assert statemix.compress(GOLDEN_INPUT, level=level) == golden
         assert statemix.decompress(golden) == GOLDEN_INPUT
     assert statemix.decompress(GOLDEN_TEXT_LEVEL3_16_CONTEXTS) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_32_KINDS) == GOLDEN_INPUT
     assert statemix.decompress(GOLDEN_TEXT_LEVEL3_UNGATED) == GOLDEN_INPUT
     assert statemix.decompress(GOLDEN_TEXT_LEVEL3_REVISION_1) == GOLDEN_INPUT

@@ -25,11 +25,11 @@ HERE = Path(__file__).resolve().parent
 
 #: sha256 of determinism_probe.probe_streams(); a change here is a change of format or arithmetic
 GOLDEN = {
-    "oneshot-2": "88b82382cd02b13fbf57a295296575d146b738e66cb83b535ea50fe82295c4c6",
-    "stream-1": "e72e93f5db7ae3118738e7fd3f383b2f392a531616d34753b99906eba7ffd3f7",
-    "stream-3": "c3bfdcfbf9bc7e11eea05fe07aabc7c7dc6638809a31cd8db8cdc57ce272ac79",
+    "oneshot-2": "6acbd1d8dfcce722a1fe2fa94c887225ac3968bd91493bb34e1e18484c356718",
+    "stream-1": "9d82f10cfa5e596c16064f89a3bec9409febf768d38033817e110f1817b03ff8",
+    "stream-3": "6037d32229e39f2d73a4678686549f3e2b21a1f9d3e8373ab2d6d9c718daa6a4",
     "ssm": "8917639c55d6f2ea80eaf5bf50dc72e3e417fd3a0f9051d82e98261e00b26f7c",
-    "ssm-1": "d93704d907b2f58a261f33787d44b718023860abce75286bd09eac2cb1e0f68d",
+    "ssm-1": "504edb20167c10ffcbd560ac7755bd4ef87b5fac4cbaa763425e7e28f6f91065",
     "ssm-bpe": "66b6085690e9966b1929c9a8d4aa790e7d1990a93904ada6be13829e6b101225",
 }
 #: length of the stream of the ssm bpe preset (a parallel preset: V = 4,712 tokens)

@@ -18,7 +18,9 @@ components live in :mod:`.bit`, one job per module, in the order of the data flo
    contexts of :mod:`.bit.image` are looked up at every bit) are idle while no record is found: no
    lookup, input 0, nothing trained.  Their regions are 2**-RECORD_TABLE_SHIFT of the others'.  The
    8-bit image contexts of :mod:`.bit.image` are idle likewise unless the detector finds an 8-bit
-   image; their regions are 2**-GRAY_TABLE_SHIFT of the others'.
+   image; their regions are 2**-GRAY_TABLE_SHIFT of the others'.  The x86 instruction contexts
+   (:mod:`.bit.instructions`) are idle outside blocks coded as x86 code (``encode(..., x86=True)``,
+   as the block's kind records); their regions are the record contexts' size.
 3. Match model (:mod:`.bit.match`): the byte after the most recent earlier occurrence of the last
    bytes.
 4. Mixing (:mod:`.bit.mixer`): up to seven mixers with selected weight sets and a final mixer, each
@@ -42,7 +44,7 @@ instead of modelled): the three differ only in where each bit comes from and whe
 It runs any range of a block: the coder and all model state live in arrays (the state: one int64
 array laid out by :data:`STATE_FIELDS`).
 
-Memory (bytes): n * 2**table_bits (histories; a record context's an eighth, an 8-bit image context's a sixteenth) + 2**hist_bits (history) + 2**hist_bits (match table,
+Memory (bytes): n * 2**table_bits (histories; a record or x86 instruction context's an eighth, an 8-bit image context's a sixteenth) + 2**hist_bits (history) + 2**hist_bits (match table,
 int32 per 4 bytes of history) + 8.25 MiB per APM + about 1.5 MiB (order-1 counters, weights, the
 text state's indirect tables, the record detector's counts).
 """
@@ -62,7 +64,7 @@ from ..coder import new_state as new_coder_state
 from ..quantize import binary_frequency
 from . import presets
 from ._snapshot import put_back, take
-from .bit import contexts, distribution, image, match, mixer, record, sse, text
+from .bit import contexts, distribution, image, instructions, match, mixer, record, sse, text
 from .bit.contexts import bucket, context_hash, find_bucket
 from .bit.distribution import source_begin, source_input, source_learn
 from .bit.hashing import mix_hash, order6_hash
@@ -97,9 +99,9 @@ STATE_MAP_BASE = MATCH_SM_BASE + match.N_COUNTERS
 #: fixed tables (int64, .bit.tables) and the mixers' input vector (int64 scratch).
 Tables = namedtuple("Tables", "counters states weights apm hist mtable aux lut inputs")
 SCALARS = ("c0 hist4 hist8 pos bit p_mix table_bits hist_bits ablate n_ctx n_runs n_mix n_apm "
-           "n_in source").split()
+           "n_in source x86_block").split()
 (C0, HIST4, HIST8, POS, BIT, P_MIX, TABLE_BITS, HIST_BITS, ABLATE, N_CTX, N_RUNS, N_MIX, N_APM,
- N_IN, SOURCE) = range(len(SCALARS))
+ N_IN, SOURCE, X86_BLOCK) = range(len(SCALARS))
 #: The model state is one int64 array ``st``: the scalars above, then one field per job, each at the
 #: offset :func:`_layout` computes from its size (n contexts: at most N_HASHED).  One array, not a
 #: named tuple of arrays: a named tuple's fields cost atomic reference counts per bit (measured: the
@@ -108,7 +110,7 @@ STATE_FIELDS = (("scalars", len(SCALARS)), ("kinds", N_HASHED), ("orders", N_HAS
                 ("idle", N_HASHED), ("regions", N_HASHED), ("region_bits", N_HASHED), ("buckets", N_HASHED),
                 ("state_slots", N_HASHED), ("slots", 2 + N_HASHED), ("match", match.STATE_SIZE),
                 ("mixers", mixer.STATE_SIZE), ("apms", sse.STATE_SIZE), ("text", text.TEXT_SIZE),
-                ("record", record.STATE_SIZE))
+                ("record", record.STATE_SIZE), ("instructions", instructions.STATE_SIZE))
 
 
 def _layout(fields) -> dict:
@@ -124,7 +126,8 @@ def _layout(fields) -> dict:
 _AT = _layout(STATE_FIELDS)
 KINDS, ORDERS, HASHES, IDLE, REGIONS, REGION_BITS, BUCKETS, STATE_SLOTS, SLOTS = (
     _AT[k] for k in ("kinds", "orders", "hashes", "idle", "regions", "region_bits", "buckets", "state_slots", "slots"))
-MATCH, MIXERS, APMS, TEXT, RECORD, STATE_SIZE = (_AT[k] for k in ("match", "mixers", "apms", "text", "record", "size"))
+MATCH, MIXERS, APMS, TEXT, RECORD, INSTRUCTIONS, STATE_SIZE = (
+    _AT[k] for k in ("match", "mixers", "apms", "text", "record", "instructions", "size"))
 #: the int32 array ``aux``: the text state's tables (:mod:`.bit.text`), then the record detector's
 RECORD_AUX = text.AUX_SIZE
 AUX_SIZE = text.AUX_SIZE + record.AUX_SIZE
@@ -214,12 +217,15 @@ def _end_of_byte(st, hist, mtable, aux, byte):
     text.text_update(st, TEXT, aux, pos, byte, (c4 >> 8) & 0xFF, (c4 >> 16) & 0xFF)
     record.record_update(st, RECORD, aux, RECORD_AUX, hist, hist_mask, pos - 1, byte)
     record.window(st, RECORD, hist, hist_mask, pos)
+    st[INSTRUCTIONS] = instructions.advance(st[INSTRUCTIONS], byte)
     idle = st[RECORD + record.LENGTH] == 0
     no_image = st[RECORD + record.PIXEL] == 0
+    no_code = st[X86_BLOCK] == 0
     for k in range(st[N_CTX]):
         kind = st[KINDS + k]
-        st[HASHES + k] = context_hash(kind, c4, c8, st, TEXT, RECORD, aux, hist, hist_mask, pos)
-        st[IDLE + k] = (idle and contexts.needs_record(kind)) or (no_image and image.is_gray(kind))
+        st[HASHES + k] = context_hash(kind, c4, c8, st, TEXT, RECORD, INSTRUCTIONS, aux, hist, hist_mask, pos)
+        st[IDLE + k] = ((idle and contexts.needs_record(kind)) or (no_image and image.is_gray(kind))
+                        or (no_code and instructions.is_instruction(kind)))
     match_update(st, MATCH, hist, mtable, hist_bits, pos, byte, order6_hash(c4, c8))
 
 
@@ -349,6 +355,7 @@ def run_range(mode, data, coded, rc, st, tb, src, trace, stages, start, end):
 
 RECORD_LIST = b"\x00\x01"  # a record with a component list starts so (a first record's table_bits is >= 12)
 RECORD_MASK = b"\x00\x02"  # and one with a component set
+RECORD_WIDE = b"\x00\x03"  # and one with a component set that holds kinds from 32 on
 DETECTOR_SHIFT = 6  # a component set's last byte: the byte-distribution source, and these 2 bits the detector's
 #: the record detector's revision -> its bits in the component set's last byte (see Config), and back
 DETECTOR_BITS = (0b00, 0b10, 0b11)
@@ -377,7 +384,9 @@ class Config:
     top 2 bits (from ``DETECTOR_SHIFT``) the record detector's revision (:mod:`.bit.record`) as
     :data:`DETECTOR_BITS` writes it: ``00`` revision 0, the first, blind to text; ``10`` revision 1,
     which finds no short or weak record in text; ``11`` revision 2, which also finds the rows of
-    8-bit images (``01`` is refused: a newer statemix may know it).  (The kinds in id
+    8-bit images (``01`` is refused: a newer statemix may know it).  A set with kinds from 32 on
+    (the x86 instruction contexts) is written ``00 03 table_bits hist_bits mixers apms n``, an
+    ``n``-byte mask (5 to 8 bytes, its last byte not 0) and the same last byte.  (The kinds in id
     order: the model's output does not depend on the order of its contexts, since each owns its own
     tables and the mixers' integer sums do not depend on the order of their terms).  A stream record
     is accepted only within the sizes the presets write (:mod:`.presets`).
@@ -418,27 +427,27 @@ class Config:
         if self.kinds is None:
             return bytes([self.table_bits, self.hist_bits, self.contexts, self.mixers, self.apms])
         mask = sum(1 << kind for kind in self.kinds)
-        return (RECORD_MASK + bytes([self.table_bits, self.hist_bits, self.mixers, self.apms]) + mask.to_bytes(4, "little")
-                + bytes([self.source | (DETECTOR_BITS[self.detector] << DETECTOR_SHIFT)]))
+        fields = bytes([self.table_bits, self.hist_bits, self.mixers, self.apms])
+        width = (mask.bit_length() + 7) // 8
+        if width <= 4:
+            head, width = RECORD_MASK + fields, 4
+        else:
+            head = RECORD_WIDE + fields + bytes([width])
+        return head + mask.to_bytes(width, "little") + bytes([self.source | (DETECTOR_BITS[self.detector] << DETECTOR_SHIFT)])
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> "Config":
         raw = bytes(raw)
-        if raw[:2] in (RECORD_LIST, RECORD_MASK):
+        if raw[:2] in (RECORD_LIST, RECORD_MASK, RECORD_WIDE):
             source, detector = 0, 0
             if raw[:2] == RECORD_LIST and len(raw) >= 7:
                 kinds = tuple(raw[7:])
                 if raw[6] != len(kinds):
                     raise ValueError("cm component list has the wrong length")
             elif raw[:2] == RECORD_MASK and len(raw) == 11:
-                mask = int.from_bytes(raw[6:10], "little")
-                kinds = tuple(kind for kind in range(32) if (mask >> kind) & 1)
-                source, bits = raw[10] & ((1 << DETECTOR_SHIFT) - 1), raw[10] >> DETECTOR_SHIFT
-                if source not in distribution.PRESETS and source != distribution.SOURCE_NONE:
-                    raise ValueError(f"cm byte-distribution source {source} unknown (a newer statemix may know it)")
-                if bits not in DETECTOR_REVISIONS:
-                    raise ValueError(f"cm record detector {bits:02b} unknown (a newer statemix may know it)")
-                detector = DETECTOR_REVISIONS[bits]
+                kinds, source, detector = _component_set(raw[6:10], raw[10])
+            elif raw[:2] == RECORD_WIDE and len(raw) >= 7 and 5 <= raw[6] <= 8 and len(raw) == 8 + raw[6] and raw[-2]:
+                kinds, source, detector = _component_set(raw[7:-1], raw[-1])
             else:
                 raise ValueError("cm model record has the wrong length")
             config = cls(raw[2], raw[3], len(kinds), raw[4], raw[5], kinds, source, detector)
@@ -468,10 +477,12 @@ class Config:
         """log2 of the bytes of bit-history states of context ``kind``: ``table_bits``, an eighth of
         that for the record contexts (binary data is rarely as varied as text, and a table there
         did not pay for its memory: bench/RESULTS.md, issue 14) and a sixteenth for the 8-bit image
-        contexts (which keeps level 3 under the decoder's default memory limit)."""
+        contexts (which keeps level 3 under the decoder's default memory limit); the x86 instruction
+        contexts' as the record contexts' (a full region gained 0.04% on /usr/bin/bash)."""
         if image.is_gray(kind):
             return self.table_bits - GRAY_TABLE_SHIFT
-        return self.table_bits - (RECORD_TABLE_SHIFT if contexts.needs_record(kind) else 0)
+        small = contexts.needs_record(kind) or instructions.is_instruction(kind)
+        return self.table_bits - (RECORD_TABLE_SHIFT if small else 0)
 
     @property
     def history_bytes(self) -> int:
@@ -496,13 +507,26 @@ class Config:
         listed = f": {', '.join(self.components()[2:-2])}" if self.kinds is not None else ""
         sizes = f"{self.contexts} contexts of {_size(1 << self.table_bits)}"
         for what, test, shift in (("record", contexts.needs_record, RECORD_TABLE_SHIFT),
-                                  ("8-bit image", image.is_gray, GRAY_TABLE_SHIFT)):
+                                  ("8-bit image", image.is_gray, GRAY_TABLE_SHIFT),
+                                  ("x86 instruction", instructions.is_instruction, RECORD_TABLE_SHIFT)):
             count = sum(map(test, self.context_kinds))
             if count:
                 sizes += f", {count} of them {what} contexts of {_size(1 << (self.table_bits - shift))}"
         return (f"{name} ({sizes}{listed}, {self.mixers} "
                 f"mixer{'s' if self.mixers > 1 else ''}, {self.apms} APM{'s' if self.apms > 1 else ''}, "
                 f"{_size(1 << self.hist_bits)} history, at most {_size(self.memory_bytes())} of memory)")
+
+
+def _component_set(mask: bytes, last: int) -> tuple[tuple, int, int]:
+    """(kinds, source, detector) of a component set's mask (little-endian) and its last byte."""
+    bits = int.from_bytes(mask, "little")
+    kinds = tuple(kind for kind in range(8 * len(mask)) if (bits >> kind) & 1)
+    source, revision = last & ((1 << DETECTOR_SHIFT) - 1), last >> DETECTOR_SHIFT
+    if source not in distribution.PRESETS and source != distribution.SOURCE_NONE:
+        raise ValueError(f"cm byte-distribution source {source} unknown (a newer statemix may know it)")
+    if revision not in DETECTOR_REVISIONS:
+        raise ValueError(f"cm record detector {revision:02b} unknown (a newer statemix may know it)")
+    return kinds, source, DETECTOR_REVISIONS[revision]
 
 
 def _size(n: int) -> str:
@@ -528,7 +552,8 @@ def new_state(config: Config) -> np.ndarray:
     st[SOURCE] = config.source
     st[KINDS:KINDS + config.contexts] = config.context_kinds
     st[ORDERS:ORDERS + config.contexts] = [contexts.ORDERS[kind] for kind in config.context_kinds]
-    st[IDLE:IDLE + config.contexts] = [contexts.is_structure(kind) for kind in config.context_kinds]  # no record yet
+    st[IDLE:IDLE + config.contexts] = [contexts.is_structure(kind) or instructions.is_instruction(kind)
+                                       for kind in config.context_kinds]  # no record yet, no x86 block
     bits = [config.region_bits(kind) for kind in config.context_kinds]
     st[REGION_BITS:REGION_BITS + config.contexts] = bits
     st[REGIONS:REGIONS + config.contexts] = np.cumsum([0] + [1 << b for b in bits])[:-1]
@@ -628,24 +653,28 @@ class Model:
                                   {"mixer": p[:, 1]}))
         return enc_finish(self.rc, coded) if mode == ENCODE else 0
 
-    def encode(self, data: bytes, limit: int, *, progress=None) -> bytes | None:
+    def encode(self, data: bytes, limit: int, *, progress=None, x86: bool = False) -> bytes | None:
         """Code ``data``; return the code word, or None if it would be longer than ``limit`` bytes.
 
-        The model learns ``data`` either way.
+        The model learns ``data`` either way.  ``x86``: the block is x86 code (after the branch
+        transform), which wakes the instruction contexts (:mod:`.bit.instructions`).
         """
+        self.state[X86_BLOCK] = x86
         raw = np.frombuffer(data, dtype=np.uint8).copy()  # run_range takes one writable array type
         out = np.empty(max(limit, 0), dtype=np.uint8)
         n = self._run(ENCODE, raw, out, progress)
         return None if n > limit else out[:n].tobytes()
 
-    def decode(self, coded: bytes, size: int, *, progress=None) -> bytes:
-        """Decode ``size`` bytes from the code word ``coded``."""
+    def decode(self, coded: bytes, size: int, *, progress=None, x86: bool = False) -> bytes:
+        """Decode ``size`` bytes from the code word ``coded`` (``x86``: as :meth:`encode` was told)."""
+        self.state[X86_BLOCK] = x86
         out = np.empty(size, dtype=np.uint8)
         self._run(DECODE, out, np.frombuffer(coded, dtype=np.uint8).copy(), progress)
         return out.tobytes()
 
     def learn(self, data: bytes, *, progress=None) -> None:
         """Update the model with ``data`` without coding it (a block stored by other means)."""
+        self.state[X86_BLOCK] = False
         self._run(LEARN, np.frombuffer(data, dtype=np.uint8).copy(), _NO_CODED, progress)
 
     def snapshot(self, reuse=None):

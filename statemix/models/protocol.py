@@ -109,11 +109,13 @@ class Model(Protocol):
     #: the model record this model writes into the stream header
     spec: ModelSpec
 
-    def encode(self, data: bytes, limit: int, *, progress=None) -> bytes | None:
-        """The code word for ``data``, or None if longer than ``limit`` (the model learns either way)."""
+    def encode(self, data: bytes, limit: int, *, progress=None, x86: bool = False) -> bytes | None:
+        """The code word for ``data``, or None if longer than ``limit`` (the model learns either way).
+        ``x86``: the block is x86 code after the branch transform (:mod:`statemix.x86`; its kind
+        records it), which a model may model as such."""
 
-    def decode(self, coded: bytes, size: int, *, progress=None) -> bytes:
-        """The ``size`` bytes coded in ``coded``."""
+    def decode(self, coded: bytes, size: int, *, progress=None, x86: bool = False) -> bytes:
+        """The ``size`` bytes coded in ``coded`` (``x86``: as :meth:`encode` was given)."""
 
     def learn(self, data: bytes, *, progress=None) -> None:
         """Update the model as :meth:`encode` would, without coding (a block stored otherwise)."""

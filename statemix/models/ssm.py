@@ -282,11 +282,12 @@ class Model:
             return np.frombuffer(data, dtype=np.uint8).astype(np.int64)
         return bpe_encode(self.vocabulary, data, block_size=None).astype(np.int64)
 
-    def encode(self, data: bytes, limit: int, trace: np.ndarray | None = None, *, progress=None) -> bytes | None:
+    def encode(self, data: bytes, limit: int, trace: np.ndarray | None = None, *, progress=None,
+               x86: bool = False) -> bytes | None:
         """Code ``data``; return the code word, or None if it would be longer than ``limit`` bytes.
 
         The model learns ``data`` either way.  ``trace`` (rows: one per token) receives the coded
-        and the SSM-only probability of each token.
+        and the SSM-only probability of each token.  ``x86`` (the block is x86 code) changes nothing here.
         """
         self._bytes_ok()
         if self.config.tokenizer == TOK_IDS:
@@ -307,7 +308,7 @@ class Model:
         self._report(data, tokens)
         return None if body is None else head + body
 
-    def decode(self, coded: bytes, size: int, *, progress=None) -> bytes:
+    def decode(self, coded: bytes, size: int, *, progress=None, x86: bool = False) -> bytes:
         """Decode ``size`` bytes from the code word ``coded``."""
         self._bytes_ok()
         if self.config.tokenizer == TOK_IDS:

@@ -38,13 +38,15 @@ low bits, ``c1`` = the last byte; words and the other text state: :mod:`.text`):
     29  gray gradient     8-bit pixels (:mod:`.image`): the plane through W, N, NW and the activity 35
     30  gray above        NW, N and NE                                    36
     31  gray vertical     the column's slope 2 N - NN, and W              37
+    32  x86 instruction   the instruction decoder's place (:mod:`.instructions`)  41
+    33  x86 opcodes       the last two opcodes, the place and c1          42
 
 The record contexts (21-28) include the record length ``w`` in their hash; without a record
 (``w`` = 0) they are idle: the model gives them no input and trains nothing of theirs (text has no
 record, and their constant contexts there cost 0.2% on enwik8).  The 8-bit image contexts (29-31)
-are idle likewise unless :mod:`.record` finds an 8-bit image.  Kinds 21-31 are the structure
-contexts, whose regions are smaller (see cm).  The component set's mask has 32 bits: kind 32 would
-need a wider record.
+are idle likewise unless :mod:`.record` finds an 8-bit image, and the x86 instruction contexts
+(32, 33) outside blocks coded as x86 code.  Kinds 21-31 are the structure contexts; their regions
+and the instruction contexts' are smaller (see cm).  Kinds from 32 on need the wider component record (see cm.Config).
 
 A model's component list names the kinds it uses, in order; the k-th listed context owns region k
 of the bit-history table (``2**table_bits`` bytes each) and state map k.  At each nibble boundary the
@@ -63,7 +65,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._jit import kernel
-from . import image, record, text
+from . import image, instructions, record, text
 from .hashing import mix_hash, order6_hash
 from .tables import LUT_SEEN
 
@@ -72,20 +74,20 @@ NAMES = ("order 2", "order 3", "order 4", "order 6", "word", "order 5", "word pa
          "order 1 history", "word trio", "skip word", "above", "column", "indirect 1", "indirect 2", "markup",
          "classes", "word and classes", "sparse 2", "line start", "record above", "record rows",
          "record neighbours", "record column", "image", "image rows", "pixels",
-         "pixels wide", "gray gradient", "gray above", "gray vertical")
+         "pixels wide", "gray gradient", "gray above", "gray vertical", "x86 instruction", "x86 opcodes")
 IDS = {name: kind for kind, name in enumerate(NAMES)}
 #: each kind's order, the bytes before the current one it spans, where it is one (else 0): the longest
 #: of them with history selects mixer weights (:mod:`.mixer`)
-ORDERS = (2, 3, 4, 6, 0, 5, 0, 0, 8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) + (0,) * image.N_GRAY_KINDS
+ORDERS = (2, 3, 4, 6, 0, 5, 0, 0, 8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) + (0,) * image.N_GRAY_KINDS + (0, 0)
 
 
 @kernel(inline=True)
-def context_hash(kind, c4, c8, st, t0, r0, aux, hist, hist_mask, pos):
+def context_hash(kind, c4, c8, st, t0, r0, i0, aux, hist, hist_mask, pos):
     """The hash of context ``kind`` after a byte (see the table in the module docstring).
 
     ``st[t0:]``, ``aux``: the text state (:mod:`.text`); ``st[r0:]``: the record detector's
-    (:mod:`.record`); ``hist``, ``hist_mask``, ``pos``: the history ring and the position of the
-    next byte.
+    (:mod:`.record`); ``st[i0]``: the x86 instruction state (:mod:`.instructions`); ``hist``,
+    ``hist_mask``, ``pos``: the history ring and the position of the next byte.
     """
     if kind < 10:
         if kind == 0:
@@ -129,6 +131,8 @@ def context_hash(kind, c4, c8, st, t0, r0, aux, hist, hist_mask, pos):
     if kind == 15:
         pair = c4 & 0xFFFF
         return mix_hash((np.int64(aux[256 + pair]) << 16) | pair, 18 << 40)
+    if instructions.is_instruction(kind):
+        return instructions.instruction_hash(kind, st[i0], c1)
     if image.is_gray(kind):
         step = st[r0 + record.PIXEL]
         return image.gray_hash(kind, hist, hist_mask, pos, st[r0 + record.IMAGE], step) if step > 0 else np.int64(0)
@@ -155,7 +159,7 @@ def needs_record(kind):
 def is_structure(kind):
     """Whether context ``kind`` is a structure context (record or image): idle without a record or
     image row, with a smaller region."""
-    return kind >= 21
+    return 21 <= kind < instructions.FIRST_KIND
 
 
 @kernel(inline=True)

@@ -55,7 +55,7 @@ def per_bit(kind):
 @kernel(inline=True)
 def is_gray(kind):
     """Whether context ``kind`` is one of the 8-bit image contexts, idle without an image row."""
-    return kind >= FIRST_GRAY_KIND
+    return FIRST_GRAY_KIND <= kind < FIRST_GRAY_KIND + N_GRAY_KINDS
 
 
 @kernel(inline=True)
