@@ -171,4 +171,4 @@ def instruction_hash(kind, s, c1):
 @kernel(inline=True)
 def is_instruction(kind):
     """Whether context ``kind`` is one of this module's, idle outside x86 blocks."""
-    return kind >= FIRST_KIND
+    return kind == FIRST_KIND or kind == FIRST_KIND + 1
