@@ -100,22 +100,26 @@ def log32(x):
 
 @kernel
 def log1p_exp32(u):
-    """Return ln(1 + u) for u >= 0 accurately also for small u (Goldberg's correction)."""
+    """Return ln(1 + u) for u >= 0 accurately also for small u (Goldberg's correction).
+
+    Both cases are computed and one is selected (no branch, so loops that call it vectorize); where
+    ``1 + u == 1`` the unselected quotient is u / 0, which the kernels' IEEE division leaves as inf."""
     w = F1 + u
-    if w == F1:
-        return u
-    return log32(w) * (u / (w - F1))
+    corrected = log32(w) * (u / (w - F1))
+    return u if w == F1 else corrected
 
 
 @kernel
 def softplus32(x):
-    """Return ln(1 + e**x) in float32."""
+    """Return ln(1 + e**x) in float32: x above 20, e**x below -15 (0 below -87), else ln(1 + e**x).
+
+    Every case is computed and one selected, so the value is exactly that of the case alone."""
     v = np.float32(x)
-    if v > SOFTPLUS_HI:
-        return v
-    if v < SOFTPLUS_LO:
-        return exp32(v) if v >= EXP_MIN else F0  # below e**-87 the value is under 1.7e-38
-    return log1p_exp32(exp32(v))
+    ev = exp32(v)
+    tail = ev if v >= EXP_MIN else F0  # below e**-87 the value is under 1.7e-38
+    body = log1p_exp32(ev)
+    low = tail if v < SOFTPLUS_LO else body
+    return v if v > SOFTPLUS_HI else low
 
 
 @kernel
