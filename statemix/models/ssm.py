@@ -56,7 +56,7 @@ from .ssm_config import (BLOCK_SIZE_MAX, MAX_BPE_MERGES, PRESETS, TOK_BPE, TOK_I
 from .tokenloop import STAGE_MIXED, STAGE_QUANTIZED, STAGE_SSM, run_range
 
 MODEL_ID = 2
-PARALLEL_MIN_VOCAB = 4096  # smaller vocabularies run on one thread (output is the same at any count)
+PARALLEL_MIN_VOCAB = 256  # smaller vocabularies run on one thread (output is the same at any count)
 # The most tokens in one kernel step (Model.step_tokens; steps are timed, see .steps):
 # STEP_COST // (V + STEP_COST_TOKEN) with the SSM (256 over bytes), STEP_COUNTS with the count models
 # alone; with the SSM it also bounds a traced step's stage arrays (3 x V float32 per token).
@@ -119,7 +119,9 @@ class Model:
 
     def _run(self, mode: int, tokens: np.ndarray, coded: np.ndarray, trace: np.ndarray, progress=None) -> int:
         # below PARALLEL_MIN_VOCAB a chunk's parallel regions are too small to pay for a second
-        # thread (enwik8 100 kB, preset mix: 7.4 KB/s at -T 1, 1.7 KB/s at -T 2 on 2 busy cores)
+        # thread; bytes pay since the backward pass's products run as SIMD loops (enwik8 200 kB,
+        # preset mix, median of 3: compressing 9.5 s at -T 1, 8.4 s at -T 2; decompressing 10.3 s,
+        # 6.8 s; before, 7.4 KB/s at -T 1 and 1.7 KB/s at -T 2 on 2 busy cores)
         small = self.model_config.vocab < PARALLEL_MIN_VOCAB
         with threads_at_most(1) if small else contextlib.nullcontext():
             return self._run_block(mode, tokens, coded, trace, progress)

@@ -18,14 +18,14 @@ import numpy as np
 
 from ..._fmath import sigmoid32
 from ..._jit import kernel, prange
-from .numerics import dot8, dot_lanes, layernorm_backward
+from .numerics import dot8, dot_lanes, layernorm_backward, matvec8, transpose
 from .layout import (
     ADAM_BLOCK, A_LOG, CONV_B, CONV_W, DSKIP, DT_B, DT_W, EMB, F0, F1, HEAD, HEAD_BLOCK, H_SMOOTH, LANES,
     LNF_B, LNF_G, LN_B, LN_G, NT, S_BPTT, S_D, S_E, S_EB, S_K, S_L, S_N, S_R, S_T, S_V, T_GROUP, WIN, WOUT,
     WX)
 
 
-@kernel
+@kernel  # not inlined: see tests/test_ssm.py::test_compiled_passes_compute_what_their_source_says
 def _bwd_head(P, off, sz, hy, acts, grads, tout, t, lanes):
     probs = acts.probs
     glog = grads.glog
@@ -42,7 +42,7 @@ def _bwd_head(P, off, sz, hy, acts, grads, tout, t, lanes):
     gl[target] = (pr[target] - (q0 + (F1 - eps))) * inv_t
 
 
-@kernel
+@kernel(inline=True)
 def _bwd_head_input(P, off, sz, grads, t0, t1, lanes):
     """gan[L, t] = head^T glog[t] for t0 <= t < t1: per token block of HEAD_BLOCK a lane sum
     (:func:`dot_lanes`), the blocks added in order (the block's weights serve every position)."""
@@ -77,30 +77,36 @@ def _bwd_final_ln(P, off, sz, acts, grads, t):
     layernorm_backward(ga, nrm[L, t], rstd[L, t], P[og:og + D], D, gr)
 
 
-@kernel
-def _bwd_out(P, off, sz, acts, grads, l, t):
-    """Out-projection, gate and readout backward of position t: gy, gz (in gxz), gxs, dC."""
+@kernel(inline=True)
+def _bwd_out(P, off, sz, acts, grads, l, t, acc, dyg):
+    """Out-projection, gate and readout backward of position t: gy, gz (in gxz), gxs, dC.
+
+    ``acc`` (8 x max(D, E)) and ``dyg`` (E) are scratch."""
     z, hs, y = acts.z, acts.hs, acts.y
     gres, gxz, gy, gxs, gp = grads.gres, grads.gxz, grads.gy, grads.gxs, grads.gp
     D = sz[S_D]
     E = sz[S_E]
     N = sz[S_N]
-    ow = off[l * NT + WOUT]
     od = off[l * NT + DSKIP]
-    dout = gres[l + 1, t]
+    matvec8(grads.wout_t[l], gres[l + 1, t], D, E, acc, dyg)  # dyg[e] = W_out[e] . dout
+    zr = z[l, t]
+    yr = y[l, t]
+    gyr = gy[l, t]
+    gzr = gxz[l, t, E:2 * E]
+    gsr = gxs[l, t]
+    ds = P[od:od + E]
     for e in range(E):
-        dyg = dot8(P[ow + e * D:ow + (e + 1) * D], dout, D)
-        zz = z[l, t, e]
+        zz = zr[e]
         s = sigmoid32(zz)
-        dy = dyg * (zz * s)
-        gy[l, t, e] = dy
-        gxz[l, t, E + e] = (dyg * y[l, t, e]) * (s * (F1 + zz * (F1 - s)))
-        gxs[l, t, e] = dy * P[od + e]
+        dy = dyg[e] * (zz * s)
+        gyr[e] = dy
+        gzr[e] = (dyg[e] * yr[e]) * (s * (F1 + zz * (F1 - s)))
+        gsr[e] = dy * ds[e]
     for n in range(N):
-        gp[l, t, N + n] = dot8(gy[l, t], hs[l, t + 1, n], E)
+        gp[l, t, N + n] = dot8(gyr, hs[l, t + 1, n], E)
 
 
-@kernel
+@kernel(inline=True)
 def _bwd_scan(Aneg, off, sz, acts, grads, G, l, e0, e1):
     """Backward through the state update for channels e0..e1-1, positions T-1 down to 0."""
     xs, pj, dtpre, dt, hs, dA = acts.xs, acts.pj, acts.dtpre, acts.dt, acts.hs, acts.dA
@@ -149,32 +155,39 @@ def _bwd_scan(Aneg, off, sz, acts, grads, G, l, e0, e1):
             gd[i] = ddt[i] * sigmoid32(dp[i])
 
 
-@kernel
-def _bwd_xproj(P, off, sz, acts, grads, l, t):
-    """dB, d dt_in, x-projection backward and the conv's SiLU of position t: gp, gxs, gc."""
+@kernel(inline=True)
+def _bwd_xproj(P, off, sz, acts, grads, l, t, acc, ones, gxp):
+    """dB, d dt_in, x-projection backward and the conv's SiLU of position t: gp, gxs, gc.
+
+    ``acc`` (8 x max(D, E)) and ``gxp`` (E) are scratch; ``ones`` is E ones (x * 1 is exact: dot8
+    against ones is the lane-order sum)."""
     cpre = acts.cpre
     gxs, gp, gdtpre, gc, qb = grads.gxs, grads.gp, grads.gdtpre, grads.gc, grads.qb
     E = sz[S_E]
     N = sz[S_N]
     R = sz[S_R]
     g = gp[l, t]
-    ones = np.ones(E, dtype=np.float32)  # x * 1 is exact: dot8 against ones is the lane-order sum
     for n in range(N):
         g[n] = dot8(qb[l, t, n], ones, E)
     odw = off[l * NT + DT_W]
     g[2 * N] = dot8(gdtpre[l, t], P[odw:odw + E], E)
-    ow = off[l * NT + WX]
+    matvec8(grads.wx_t[l], g, R, E, acc, gxp)  # gxp[e] = W_x[e] . g
+    gs = gxs[l, t]
+    cp = cpre[l, t]
+    gcr = gc[l, t]
     for e in range(E):
-        v = gxs[l, t, e] + dot8(P[ow + e * R:ow + (e + 1) * R], g, R)
-        gxs[l, t, e] = v
-        c = cpre[l, t, e]
+        v = gs[e] + gxp[e]
+        gs[e] = v
+        c = cp[e]
         s = sigmoid32(c)
-        gc[l, t, e] = v * (s * (F1 + c * (F1 - s)))
+        gcr[e] = v * (s * (F1 + c * (F1 - s)))
 
 
-@kernel
-def _bwd_in(P, off, sz, acts, grads, l, t):
-    """Conv input gradient, in-projection and LayerNorm backward of position t: gres[l, t]."""
+@kernel(inline=True)
+def _bwd_in(P, off, sz, acts, grads, l, t, acc):
+    """Conv input gradient, in-projection and LayerNorm backward of position t: gres[l, t].
+
+    ``acc`` (8 x max(D, E)) is scratch."""
     nrm, rstd = acts.nrm, acts.rstd
     gres, gan, gxz, gc = grads.gres, grads.gan, grads.gxz, grads.gc
     D = sz[S_D]
@@ -191,10 +204,8 @@ def _bwd_in(P, off, sz, acts, grads, l, t):
                 if t + j < T:
                     v += gc[l, t + j, e] * P[ocw + (K - 1 - j) * E + e]
         gz[e] = v
-    ow = off[l * NT + WIN]
     ga = gan[l, t]
-    for d in range(D):
-        ga[d] = dot8(P[ow + d * 2 * E:ow + (d + 1) * 2 * E], gz, 2 * E)
+    matvec8(grads.win_t[l], gz, 2 * E, D, acc, ga)  # ga[d] = W_in[d] . gz
     gr = gres[l, t]
     up = gres[l + 1, t]
     for d in range(D):
@@ -203,7 +214,7 @@ def _bwd_in(P, off, sz, acts, grads, l, t):
     layernorm_backward(ga, nrm[l, t], rstd[l, t], P[og:og + D], D, gr)
 
 
-@kernel
+@kernel(inline=True)
 def _wgrad_rows_d(off, sz, acts, grads, G, l, d):
     """Weight gradients owned by model row d of layer l (in-projection row, LN gain and bias)."""
     nrm, an = acts.nrm, acts.an
@@ -226,7 +237,7 @@ def _wgrad_rows_d(off, sz, acts, grads, G, l, d):
     G[off[l * NT + LN_B] + d] = bs
 
 
-@kernel
+@kernel(inline=True)
 def _wgrad_rows_e(off, sz, acts, grads, G, l, e):
     """Weight gradients owned by channel e of layer l."""
     xh, xs, pj, yg = acts.xh, acts.xs, acts.pj, acts.yg
@@ -272,6 +283,21 @@ def _wgrad_rows_e(off, sz, acts, grads, G, l, e):
             gw[d] += v * g[d]
 
 
+@kernel
+def _transpose_layer(P, off, sz, grads, l):
+    """The transposed copies of layer l's W_out (E x D), W_x (E x R) and W_in (D x 2E) in grads."""
+    D = sz[S_D]
+    E = sz[S_E]
+    R = sz[S_R]
+    base = l * NT
+    ow = off[base + WOUT]
+    transpose(P[ow:ow + E * D], E, D, grads.wout_t[l])
+    ox = off[base + WX]
+    transpose(P[ox:ox + E * R], E, R, grads.wx_t[l])
+    oi = off[base + WIN]
+    transpose(P[oi:oi + D * 2 * E], D, 2 * E, grads.win_t[l])
+
+
 @kernel(parallel=True)
 def backward_chunk(P, Aneg, off, sz, hy, acts, grads, tin, tout, G):
     """Fill G with the gradient of the chunk's mean smoothed cross entropy."""
@@ -298,15 +324,28 @@ def backward_chunk(P, Aneg, off, sz, hy, acts, grads, tin, tout, G):
         _bwd_head_input(P, off, sz, grads, tg * T_GROUP, min(T, (tg + 1) * T_GROUP), lanes)
     for t in prange(T):
         _bwd_final_ln(P, off, sz, acts, grads, t)
+    for l in range(L):
+        _transpose_layer(P, off, sz, grads, l)
+    ng = (T + T_GROUP - 1) // T_GROUP
+    width = max(D, E)
     for l in range(L - 1, -1, -1):
-        for t in prange(T):
-            _bwd_out(P, off, sz, acts, grads, l, t)
+        for tg in prange(ng):
+            acc = np.empty((8, width), dtype=np.float32)
+            dyg = np.empty(E, dtype=np.float32)
+            for t in range(tg * T_GROUP, min(T, (tg + 1) * T_GROUP)):
+                _bwd_out(P, off, sz, acts, grads, l, t, acc, dyg)
         for b in prange(nb):
             _bwd_scan(Aneg, off, sz, acts, grads, G, l, b * EB, (b + 1) * EB)
-        for t in prange(T):
-            _bwd_xproj(P, off, sz, acts, grads, l, t)
-        for t in prange(T):
-            _bwd_in(P, off, sz, acts, grads, l, t)
+        for tg in prange(ng):
+            acc = np.empty((8, width), dtype=np.float32)
+            ones = np.ones(E, dtype=np.float32)
+            gxp = np.empty(E, dtype=np.float32)
+            for t in range(tg * T_GROUP, min(T, (tg + 1) * T_GROUP)):
+                _bwd_xproj(P, off, sz, acts, grads, l, t, acc, ones, gxp)
+        for tg in prange(ng):
+            acc = np.empty((8, width), dtype=np.float32)
+            for t in range(tg * T_GROUP, min(T, (tg + 1) * T_GROUP)):
+                _bwd_in(P, off, sz, acts, grads, l, t, acc)
     for l in range(L):
         for j in prange(D + E):
             if j < D:

@@ -31,7 +31,7 @@ from .layout import (
     S_D, S_E, S_EB, S_K, S_L, S_N, S_R, S_T, S_V, WIN, WOUT, WX)
 
 
-@kernel
+@kernel(inline=True)
 def _fwd_in(P, off, sz, acts, l, t):
     """LayerNorm and in-projection of position t: xh[l, t+K-1], z[l, t]."""
     res, nrm, rstd, an, xh, z = acts.res, acts.nrm, acts.rstd, acts.an, acts.xh, acts.z
@@ -59,7 +59,7 @@ def _fwd_in(P, off, sz, acts, l, t):
             zrow[e] += wz[e] * ad
 
 
-@kernel
+@kernel(inline=True)
 def _fwd_conv(P, off, sz, acts, l, t):
     """Causal depthwise conv + SiLU of position t: cpre[l, t], xs[l, t]."""
     xh, cpre, xs = acts.xh, acts.cpre, acts.xs
@@ -81,7 +81,7 @@ def _fwd_conv(P, off, sz, acts, l, t):
         out[e] = silu32(c[e])
 
 
-@kernel
+@kernel(inline=True)
 def _fwd_xproj(P, off, sz, acts, l, t):
     """x-projection (B, C, dt input) and the per-channel step size dt of position t."""
     xs, pj, dtpre, dt = acts.xs, acts.pj, acts.dtpre, acts.dt
@@ -111,7 +111,7 @@ def _fwd_xproj(P, off, sz, acts, l, t):
         d[e] = softplus32(v)
 
 
-@kernel
+@kernel(inline=True)
 def _fwd_scan(P, Aneg, off, sz, acts, l, t, e0, e1):
     """State update and readout of position t for channels e0..e1-1: hs[l, t+1], dA, y."""
     xs, pj, dt, hs, dA, y = acts.xs, acts.pj, acts.dt, acts.hs, acts.dA, acts.y
@@ -140,7 +140,7 @@ def _fwd_scan(P, Aneg, off, sz, acts, l, t, e0, e1):
             yr[e] += cn * h
 
 
-@kernel
+@kernel(inline=True)
 def _fwd_out(P, off, sz, acts, l, t):
     """Gate, out-projection and residual of position t: res[l+1, t]."""
     res, z, y, yg = acts.res, acts.z, acts.y, acts.yg
@@ -163,7 +163,7 @@ def _fwd_out(P, off, sz, acts, l, t):
         out[d] = src[d] + out[d]
 
 
-@kernel
+@kernel(inline=True)
 def _fwd_head(P, off, sz, acts, t, v0, v1, lanes):
     """Final LayerNorm (if v0 == 0) and logits[t, v0:v1]."""
     an, logits = acts.an, acts.logits
@@ -209,7 +209,7 @@ def _fwd_head(P, off, sz, acts, t, v0, v1, lanes):
         d += 1
 
 
-@kernel
+@kernel  # not inlined: see tests/test_ssm.py::test_compiled_passes_compute_what_their_source_says
 def _final_ln(P, off, sz, acts, t):
     res, nrm, rstd, an = acts.res, acts.nrm, acts.rstd, acts.an
     D = sz[S_D]
@@ -219,7 +219,7 @@ def _final_ln(P, off, sz, acts, t):
     rstd[L, t] = layernorm(res[L, t], P[og:og + D], P[ob:ob + D], nrm[L, t], an[L, t], D)
 
 
-@kernel
+@kernel  # not inlined: see tests/test_ssm.py::test_compiled_passes_compute_what_their_source_says
 def _softmax(sz, acts, t, lanes):
     """probs[t] = softmax(logits[t]); lse[t] = log-sum-exp of logits[t]."""
     logits, probs, lse = acts.logits, acts.probs, acts.lse
@@ -239,7 +239,7 @@ def _softmax(sz, acts, t, lanes):
     lse[t] = m + log32(s)
 
 
-@kernel
+@kernel(inline=True)
 def _embed(P, off, sz, acts, tin, t):
     res = acts.res
     D = sz[S_D]

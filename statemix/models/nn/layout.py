@@ -65,8 +65,10 @@ TOTAL_BITS = 30  # frequency resolution handed to the coder
 Net = namedtuple("Net", "P G M W Aneg off sz hy st sf partial saved_h saved_x tin tout")
 #: Activations of one chunk (shapes: see the glossary in statemix.models.nn).
 Acts = namedtuple("Acts", "res nrm rstd an xh z cpre xs pj dtpre dt hs dA y yg logits probs lse")
-#: Gradients with respect to the activations of one chunk.
-Grads = namedtuple("Grads", "glog gres gan gxz gy gxs gp gdtpre gc qb")
+#: Gradients with respect to the activations of one chunk, and the backward pass's transposed copies
+#: of each layer's W_out, W_x and W_in (``wout_t[l, d * E + e]`` = W_out[e, d], and so on: see
+#: :func:`.numerics.matvec8`), written at the start of every backward pass.
+Grads = namedtuple("Grads", "glog gres gan gxz gy gxs gp gdtpre gc qb wout_t wx_t win_t")
 
 
 def layout(config) -> tuple[np.ndarray, int]:
@@ -206,4 +208,5 @@ def new_gradients(config):
     return Grads(np.zeros((T, V), f), np.zeros((L + 1, T, D), f), np.zeros((L + 1, T, D), f),
             np.zeros((L, T, 2 * E), f), np.zeros((L, T, E), f), np.zeros((L, T, E), f),
             np.zeros((L, T, R), f), np.zeros((L, T, E), f), np.zeros((L, T, E), f),
-            np.zeros((L, T, N, E), f))
+            np.zeros((L, T, N, E), f), np.zeros((L, D * E), f), np.zeros((L, R * E), f),
+            np.zeros((L, 2 * E * D), f))

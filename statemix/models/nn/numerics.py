@@ -9,6 +9,10 @@ target or on how LLVM would like to reorder (see the project's determinism notes
 - :func:`dot8`: short vectors (D, E, N): 8 scalar lanes (lane = index mod 8), then the tree
   (0+4, 1+5, 2+6, 3+7), (0+2, 1+3), 0+1; no allocation in the hot loops.  A plain sum in this order
   is a dot product with ones (``x * 1`` is exact).
+- :func:`matvec8`: a matrix-vector product whose every output is the :func:`dot8` of its row, with
+  the matrix stored transposed (:func:`transpose`) so that the lanes are vectors across the outputs:
+  the same additions in the same order, as SIMD loops (a 64 x 32 product: 0.2 us against 2.7 us as
+  64 calls of dot8).
 - :func:`layernorm`: ``out = (x - mean) / sqrt(var + 1e-5) * g + b`` with mean and variance summed
   in index order; keeps the normalised ``nrm`` and returns 1/sqrt(var + eps) for the backward pass.
 """
@@ -22,7 +26,7 @@ from ..._fmath import LANES, dot_lanes, sum_lanes  # noqa: F401  (re-exported fo
 from .layout import F0, F1, LN_EPS
 
 
-@kernel
+@kernel(inline=True)
 def dot8(a, b, n):
     """Dot product of short vectors: 8 lanes (lane = i mod 8), then the tree (0+4, 1+5, 2+6, 3+7),
     (0+2, 1+3), 0+1.  Scalar lanes: no allocation in the hot loops."""
@@ -60,6 +64,42 @@ def dot8(a, b, n):
     if r > 6:
         s6 += a[full + 6] * b[full + 6]
     return ((s0 + s4) + (s2 + s6)) + ((s1 + s5) + (s3 + s7))
+
+
+@kernel(inline=True)
+def matvec8(wt, x, n_in, n_out, acc, out):
+    """out[o] = dot8(W[o, 0:n_in], x, n_in) for o < n_out, bit for bit, with ``wt[i * n_out + o]`` =
+    W[o, i] (see :func:`transpose`): lane k of every output (the inputs i = k mod 8, in order) is
+    row k of ``acc`` (8 x n_out float32 scratch), then dot8's tree across the rows."""
+    for k in range(8):
+        a = acc[k]
+        for o in range(n_out):
+            a[o] = F0
+    for i in range(n_in):
+        xi = x[i]
+        a = acc[i % 8]
+        w = wt[i * n_out:(i + 1) * n_out]
+        for o in range(n_out):
+            a[o] += w[o] * xi
+    a0 = acc[0]
+    a1 = acc[1]
+    a2 = acc[2]
+    a3 = acc[3]
+    a4 = acc[4]
+    a5 = acc[5]
+    a6 = acc[6]
+    a7 = acc[7]
+    for o in range(n_out):
+        out[o] = ((a0[o] + a4[o]) + (a2[o] + a6[o])) + ((a1[o] + a5[o]) + (a3[o] + a7[o]))
+
+
+@kernel
+def transpose(src, rows, cols, dst):
+    """dst[c * rows + r] = src[r * cols + c]: a row-major rows x cols matrix stored column by column."""
+    for r in range(rows):
+        row = src[r * cols:(r + 1) * cols]
+        for c in range(cols):
+            dst[c * rows + r] = row[c]
 
 
 @kernel
