@@ -14,7 +14,11 @@ Modules, in data-flow order: :mod:`.layout` (arrays, parameter layout, initialis
 Speed notes: loops index slices from 0 (a view per row) so LLVM can drop numba's negative-index
 wrap-around and vectorize; the head products of a chunk run in blocks of ``HEAD_BLOCK`` tokens so the
 block's weights stay in cache; rows and positions are unrolled by 8 with the additions kept in
-one fixed order (``((g + a0 w0) + a1 w1) + ...``, the same bits as one row at a time).
+one fixed order (``((g + a0 w0) + a1 w1) + ...``, the same bits as one row at a time).  The
+backward pass's input-gradient products run as :func:`.numerics.matvec8` over weights transposed
+once per pass (dot8's lanes kept as vectors across the outputs: the same sums).  The per-position
+steps are inlined into the passes, except three whose closing element store numba 0.68 drops when
+inlined into a ``prange`` body (tests/test_ssm.py::test_compiled_passes_compute_what_their_source_says).
 
 Glossary (code name -> symbol, shape)::
 
