@@ -638,7 +638,8 @@ class Model:
         source = self.source.arrays() if self.source is not None else _no_source()
         uses_ssm = self.source is not None and self.source.uses_ssm
         staging = self._stage_sink is not None and mode == ENCODE
-        # over 256 symbols the SSM's parallel regions are too small to pay for a second thread (see ssm)
+        # the SSM source runs on one thread inside cm's byte loop: measured not to pay before the
+        # SIMD backward pass, not measured since (--model ssm's byte models now use every thread)
         with threads_at_most(1) if uses_ssm else contextlib.nullcontext():
             for start, end in timed_steps(n, STEP_BYTES_STAGES if staging else STEP_BYTES_MOST):
                 stages = np.zeros((end - start, STAGE_ROWS, 256), dtype=np.float32) if staging else _NO_STAGES

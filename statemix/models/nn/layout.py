@@ -58,7 +58,7 @@ F1 = np.float32(1.0)
 LN_EPS = np.float32(1e-5)
 ADAM_BLOCK = 4096  # fixed parameter block of the parallel Adam step and gradient norm
 HEAD_BLOCK = 1024  # tokens per block of the chunk's head products (a multiple of LANES)
-T_GROUP = 8  # chunk positions per task of the head's input gradient
+T_GROUP = 8  # chunk positions per parallel task of the backward pass's per-position steps (one scratch each)
 TOTAL_BITS = 30  # frequency resolution handed to the coder
 
 #: The network's arrays as the kernels take them (see :func:`new_network`).
