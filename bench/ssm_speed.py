@@ -5,9 +5,10 @@ Usage: python bench/ssm_speed.py [FILE] [--preset mix] [--reps 50] [--threads 1]
 
 The SSM (statemix.models.nn) does four things per chunk of T tokens: T position-by-position forward
 passes while coding (``forward_position``), then, per training iteration, a forward pass over the
-chunk (``forward_chunk``; the first iteration reuses the coding pass), a backward pass
-(``backward_chunk``), an Adam step (``adam_step``) and the refresh of -exp(A_log)
-(``refresh_a``).  The script builds the preset's model, runs it over the first 64 KiB of FILE (past
+chunk (``forward_chunk``; without a training delay the first iteration reuses the coding pass), a
+backward pass (``backward_chunk``), an Adam step (``adam_step``) and the refresh of -exp(A_log)
+(``refresh_a``).  With a training delay the coding runs on one thread and the rest on another: the
+script prints both threads' shares.  The script builds the preset's model, runs it over the first 64 KiB of FILE (past
 the early schedule; default: generated text), then times each phase alone from that state, ``reps``
 times, and prints per phase: floating-point operations per call, milliseconds per call, GFLOP/s,
 and the share of the peak.
@@ -156,26 +157,31 @@ def main() -> int:
     sz = model.model_config
     T, iters = sz.chunk, sz.iters_c
     # per chunk, steady schedule: T coding passes, iters backward/Adam/refresh, iters - 1 chunk passes
-    per_chunk = {"forward_position": T, "forward_chunk": iters - 1, "backward_chunk": iters, "adam_step": iters,
-                 "refresh_a": iters}
+    # (iters with a training delay: the trainer's weights are not the coding pass's)
+    per_chunk = {"forward_position": T, "forward_chunk": iters - 1 + sz.delay, "backward_chunk": iters,
+                 "adam_step": iters, "refresh_a": iters}
     print(f"preset {args.preset}: V {sz.vocab}, D {sz.d_model}, E {sz.d_model * sz.expand}, N {sz.d_state}, "
           f"L {sz.layers}, T {T}, {ssm_parameters(sz):,} parameters; {iters} training iterations per chunk; "
-          f"threads {args.threads}")
+          f"training delay {sz.delay}; threads {args.threads}")
     print(f"peak (c = c * a + b, float32, no FMA, one thread): {peak:.2f} GFLOP/s")
     print(f"{'phase':<18}{'flop/call':>12}{'ms/call':>10}{'GFLOP/s':>9}{'of peak':>9}{'calls/byte':>12}"
           f"{'us/byte':>9}")
-    total_flops = total_seconds = 0.0
+    total_flops = total_seconds = training = 0.0
     for name, flops in counts.items():
         per_call = seconds[name]
         rate = flops / per_call / 1e9
         per_byte = per_chunk[name] / T
         total_flops += flops * per_byte
         total_seconds += per_call * per_byte
+        training += 0.0 if name == "forward_position" else per_call * per_byte
         print(f"{name:<18}{flops:>12,.0f}{per_call * 1e3:>10.4f}{rate:>9.2f}{rate / peak:>9.1%}{per_byte:>12.4f}"
               f"{per_call * per_byte * 1e6:>9.2f}")
     rate = total_flops / total_seconds / 1e9
     print(f"{'per byte (SSM)':<18}{total_flops:>12,.0f}{total_seconds * 1e3:>10.4f}{rate:>9.2f}{rate / peak:>9.1%}"
           f"{'':>12}{total_seconds * 1e6:>9.2f}")
+    if sz.delay:
+        print(f"with the delay, on two threads: coding {(total_seconds - training) * 1e6:.2f} us/byte of SSM "
+              f"(plus the count models and the coder), training {training * 1e6:.2f} us/byte")
     return 0
 
 

@@ -38,6 +38,7 @@ import shutil
 import tempfile
 import threading
 import time
+import types
 from pathlib import Path
 
 os.environ["NUMBA_DISABLE_INTEL_SVML"] = "1"
@@ -171,6 +172,25 @@ def kernel(function=None, *, parallel: bool = False, inline: bool = False):
         return dispatcher
 
     return compile_ if function is None else compile_(function)
+
+
+def serial_twin(parallel_kernel):
+    """``parallel_kernel`` compiled once more without parallel regions (every ``prange`` a plain loop).
+
+    For code that itself runs inside a ``prange`` body: a parallel kernel called there is a nested
+    launch, which numba's workqueue threading layer refuses by ending the process.  The twin computes
+    every output with the same code in the same order (a ``prange`` runs over independent outputs),
+    so it gives the same bits.  It is a copy of the Python function under another qualified name:
+    numba's cache names its entries by that name and does not record the ``parallel`` option, so a
+    twin of the same name would load the parallel kernel's entry.
+    """
+    fn = parallel_kernel.py_func
+    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial", fn.__defaults__,
+                              fn.__closure__)
+    twin.__qualname__ = fn.__qualname__ + "_serial"
+    twin.__module__ = fn.__module__
+    twin.__doc__ = fn.__doc__
+    return kernel(twin)
 
 
 prange = numba.prange

@@ -78,8 +78,8 @@ def probe_originals() -> dict[str, bytes]:
 
 def probe_streams() -> dict[str, bytes]:
     """The streams whose hashes are pinned: one-shot (tables sized to the input), streaming, the float32
-    ssm model over bytes with its count models (V = 256: the ssm model runs its kernels on one thread,
-    see ``PARALLEL_MIN_VOCAB``), its count models alone (level 1), and the ssm bpe preset, whose
+    ssm model over bytes with its count models (its training runs beside the coding of the next
+    chunk: a delay of one chunk), its count models alone (level 1), and the ssm bpe preset, whose
     vocabulary is large enough that its kernels run in parallel (``bpe_input``)."""
     originals = probe_originals()
     streams = {"oneshot-2": statemix.compress(originals["oneshot-2"], level=2)}

@@ -68,7 +68,19 @@ def test_config_rejects_out_of_range(field, value):
 
 def test_config_rejects_wrong_length():
     with pytest.raises(ValueError):
-        ssm.Config.from_bytes(tiny().to_bytes()[:-1])
+        ssm.Config.from_bytes(tiny().to_bytes()[:-2])
+    with pytest.raises(ValueError):
+        ssm.Config.from_bytes(tiny().to_bytes() + b"\0")
+
+
+def test_config_record_without_a_delay_reads_as_delay_0():
+    """Records of 66 bytes were written before the training delay existed: they mean delay 0."""
+    delayed = tiny(delay=1).to_bytes()
+    assert len(delayed) == 67 and ssm.Config.from_bytes(delayed).delay == 1
+    old = tiny().to_bytes()[:66]
+    assert ssm.Config.from_bytes(old).to_bytes() == tiny().to_bytes()
+    with pytest.raises(ValueError):
+        ssm.Config.from_bytes(tiny(delay=2).to_bytes())
 
 
 # ---- kernels against the naive reference ---------------------------------------------------------
@@ -378,3 +390,45 @@ def test_network_runs_position_by_position_without_a_coder():
     assert np.array_equal(np.array(seen), trace[:, 1])
     with pytest.raises(ValueError):
         network.observe(1)
+
+
+def test_delayed_training_in_the_coding_loop_is_the_delay_run_in_turn():
+    """With delay 1 the coding loop trains on each chunk beside the coding of the next one
+    (tokenloop._code_beside_training).  The SSM's probability of every byte equals that of nn.Network
+    run position by position, which trains in turn (train.finish_chunk), with blocks that end inside a
+    chunk (a pending chunk trained with no coding beside it).  The first chunk is coded with the same
+    weights with and without a delay, the second is not; the two streams differ."""
+    from statemix.models.nn import Network
+
+    config = config_with(**BYTES_TINY, delay=1)
+    data = text_sample(40 * config.chunk + 5, seed=6)
+    model = ssm.Model(config)
+    trace = np.zeros((len(data), 2))
+    cuts = [0, 7, 7 + 3 * config.chunk, 300, len(data)]
+    for a, b in zip(cuts, cuts[1:]):
+        block_trace = np.zeros((b - a, 2))
+        model.encode(data[a:b], 4 * (b - a), block_trace)
+        trace[a:b] = block_trace
+    network = Network(config)
+    seen = []
+    T = config.chunk
+    for i, byte in enumerate(data):
+        if i % T == 0:
+            start = network.acts.hs[:, 0].copy(), network.acts.xh[:, :config.conv - 1].copy()
+        seen.append(float(network.predict()[byte]))
+        network.observe(byte)
+        if i % T == T - 1:  # handed over: the chunk and the state it started from
+            assert np.array_equal(network.acts_t.hs[:, 0], start[0])
+            assert np.array_equal(network.acts_t.xh[:, :config.conv - 1], start[1])
+            assert np.array_equal(network.tout_t, np.frombuffer(data[i + 1 - T:i + 1], dtype=np.uint8))
+    assert np.array_equal(np.array(seen), trace[:, 1])
+    # the coding loop trained on the last whole chunk beside the last 5 bytes; in turn, that waits
+    # for the end of the next chunk.  The coding weights are the same.
+    assert np.array_equal(network.Pc, model.network.Pc)
+    assert network.st[layout.ST_PENDING] == 1 and model.network.st[layout.ST_PENDING] == 0
+    train.train_pending(network.net, network.acts_t, network.grads)
+    assert np.array_equal(network.P, model.network.P)
+    undelayed = np.zeros((len(data), 2))
+    ssm.Model(config_with(**BYTES_TINY)).encode(data, 4 * len(data), undelayed)
+    assert np.array_equal(undelayed[:T, 1], trace[:T, 1])
+    assert not np.array_equal(undelayed[T:2 * T, 1], trace[T:2 * T, 1])

@@ -25,10 +25,12 @@ from statemix.models.nn.backward import backward_chunk
 from statemix.models.nn.forward import forward_chunk
 from statemix.models.nn.layout import ADAM_BLOCK, H_CLIP, HEAD_BLOCK
 from statemix.models.nn.train import adam_step
+from statemix.models.nn import train
+from statemix.models import tokenloop
 
 import numba  # after statemix: statemix._jit sets numba's environment (cache directory, no SVML) first
 
-from conftest import config_with
+from conftest import config_with, text_sample
 from determinism_probe import bpe_input, bpe_stream
 
 #: 5 head blocks of HEAD_BLOCK tokens (the last one partial); the default preset's sizes otherwise:
@@ -161,6 +163,57 @@ def test_adam_step_is_the_same_at_one_and_two_threads(chunk):
     for name, one, two in zip(("P", "M", "W", "sf", "partial", "norms"), results[1], results[2]):
         assert same_bits(one, two), name
     assert not same_bits(results[1][0], chunk.P)
+
+
+def test_serial_twins_give_the_bits_of_the_parallel_kernels(chunk):
+    """The delayed trainer runs inside a parallel loop, so it calls serial twins of the parallel
+    kernels (train._forward_chunk_serial, ...): every output equal to the parallel kernel's at 2
+    threads, bit for bit."""
+    for twin in (train._forward_chunk_serial, train._backward_chunk_serial, train._adam_step_serial):
+        assert not twin.targetoptions.get("parallel"), twin
+    results = {}
+    for name, forward, backward, adam, threads in (("parallel", forward_chunk, backward_chunk, adam_step, 2),
+                                                   ("serial", train._forward_chunk_serial,
+                                                    train._backward_chunk_serial, train._adam_step_serial, 2)):
+        acts, grads = copy_of(chunk.acts), copy_of(chunk.grads)
+        P, M, W, sf, partial = (a.copy() for a in (chunk.P, chunk.M, chunk.W, chunk.sf, chunk.partial))
+        G = np.full_like(chunk.G, np.nan)
+        on_threads(threads, forward, P, chunk.Aneg, chunk.off, chunk.sz, acts, chunk.tin)
+        on_threads(threads, backward, P, chunk.Aneg, chunk.off, chunk.sz, chunk.hy, acts, grads, chunk.tin,
+                   chunk.tout, G)
+        norm = on_threads(threads, adam, P, G, M, W, chunk.hy, sf, np.float32(0.002), partial)
+        results[name] = (acts, grads, (G, P, M, W, sf, partial, np.array([norm], dtype=np.float32)))
+    assert differing(results["parallel"][0], results["serial"][0]) == []
+    assert differing(results["parallel"][1], results["serial"][1]) == []
+    for one, two in zip(results["parallel"][2], results["serial"][2]):
+        assert same_bits(one, two)
+
+
+def test_delayed_training_stream_is_the_same_at_one_and_two_threads(monkeypatch):
+    """The ssm preset mix trains with a delay of one chunk: at 2 threads the training of a chunk
+    runs beside the coding of the next (a parallel loop of 2 jobs, which the first test here shows
+    run on 2 threads).  Coded at -T1 and -T2 the stream is the same bytes, each decodes at the other
+    thread count, and the model ran at the thread count asked for.  A coder that read the weights
+    the trainer writes would differ between the runs."""
+    assert ssm.PRESETS["mix"].delay == 1
+    assert tokenloop._code_beside_training.targetoptions.get("parallel")
+    data = text_sample(6000, seed=4)
+    runs = []
+    run_block = ssm.Model._run_block
+
+    def spy(self, *args):
+        runs.append(numba.get_num_threads())
+        return run_block(self, *args)
+
+    monkeypatch.setattr(ssm.Model, "_run_block", spy)
+    streams = {}
+    for threads in (1, 2):
+        set_threads(threads)
+        streams[threads] = statemix.compress(data, model="ssm")
+    assert streams[1] == streams[2]
+    assert statemix.decompress(streams[1], threads=2) == data
+    assert statemix.decompress(streams[2], threads=1) == data
+    assert runs == [1, 2, 2, 1]
 
 
 def test_bpe_preset_stream_is_the_same_at_one_and_two_threads(monkeypatch):

@@ -152,8 +152,8 @@ class Model:
         V = self.model_config.vocab
         for start, end in timed_steps(n, step):
             stages = np.zeros((end - start, 3, V), dtype=np.float32) if staging else _NO_STAGES
-            run_range(mode, tokens, coded, self.rc, net, network.acts, network.grads, self.counts, self.lc,
-                      ts, trace, bit_trace, stages, start, end)
+            run_range(mode, tokens, coded, self.rc, net, network.acts, network.grads, network.trainer_acts,
+                      self.counts, self.lc, ts, trace, bit_trace, stages, start, end)
             if staging:
                 self._stage_sink(self._stage_step(tokens[start:end], byte_ends[start:end], stages))
             if progress is not None:

@@ -1,11 +1,13 @@
 """The ssm model's configuration: the stream record, its checks, the presets and their description.
 
-Record (``Config.to_bytes``, little-endian, 48 bytes; struct format ``_FMT_ALL``)::
+Record (``Config.to_bytes``, little-endian, 67 bytes; struct format ``_FMT_ALL``)::
 
     preset u8 | vocab - 1 u16 | d_model, expand, d_state, conv, layers, chunk, bptt, iters_a u8 |
     chunks_a u16 | iters_b u8 | chunks_b u16 | iters_c, channel_block u8 |
     lr, beta1, beta2, adam_eps, clip, smoothing, prior, lr_min f32 | seed u32 | lr_half f32 |
-    tokenizer u8 | merges u16 | mixing, use_ssm, match, calibrate, table_bits u8
+    tokenizer u8 | merges u16 | mixing, use_ssm, match, calibrate, table_bits u8 | delay u8
+
+A record of 66 bytes (written before ``delay`` existed) reads as ``delay`` = 0.
 
 :meth:`Config.from_bytes` checks every field: the structural ranges of :meth:`Config.validate`
 (what a model can be built with) and, for the fields that size memory, no more than the largest
@@ -24,7 +26,8 @@ from . import presets, tokenmix
 from .nn.layout import layout
 
 _FMT = "<BHBBBBBBBBHBHBBffffffffI"
-_FMT_ALL = _FMT + "fBHBBBBB"  # + lr_half, tokenizer, merges, tokenmix options
+_FMT_66 = _FMT + "fBHBBBBB"  # + lr_half, tokenizer, merges, tokenmix options
+_FMT_ALL = _FMT_66 + "B"  # + delay
 TOK_IDS, TOK_BPE = 0, 1  # Config.tokenizer
 MAX_BPE_MERGES = 65536 - 256  # V = 256 + merges must stay <= 65536
 BLOCK_SIZE_MAX = 1 << 24  # largest block the container hands a model
@@ -57,6 +60,8 @@ class Config:
     fixed-weight n-grams, 2 learned), ``use_ssm`` (0: no SSM, the count models alone), ``match``
     (the token match model, learned mixing only), ``calibrate`` (learned inverse temperature,
     learned mixing only), ``table_bits`` (log2 of the n-gram buckets; ``SLOTS`` pairs each).
+    ``delay``: chunks between coding a chunk and training on it, 0 or 1 (:mod:`.nn.train`): with 1,
+    the training of a chunk runs on a second thread while the next chunk is coded.
     """
 
     preset: int = 2
@@ -91,6 +96,7 @@ class Config:
     match: int = 0
     calibrate: int = 0
     table_bits: int = 12
+    delay: int = 0
 
     def to_bytes(self) -> bytes:
         return struct.pack(
@@ -99,16 +105,18 @@ class Config:
             self.chunks_b, self.iters_c, self.channel_block, self.lr, self.beta1, self.beta2,
             self.adam_eps, self.clip, self.smoothing, self.prior, self.lr_min, self.seed, self.lr_half,
             self.tokenizer, self.merges, self.mixing, self.use_ssm, self.match, self.calibrate,
-            self.table_bits)
+            self.table_bits, self.delay)
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> "Config":
+        if len(raw) == struct.calcsize(_FMT_66):
+            raw += b"\0"  # no delay
         if len(raw) != struct.calcsize(_FMT_ALL):
             raise ValueError("ssm model configuration has the wrong length")
         v = struct.unpack(_FMT_ALL, raw)
         config = cls(v[0], v[1] + 1, *v[2:15], *(float(x) for x in v[15:23]), lr_half=float(v[24]),
                      seed=v[23], tokenizer=v[25], merges=v[26], mixing=v[27], use_ssm=v[28],
-                     match=v[29], calibrate=v[30], table_bits=v[31])
+                     match=v[29], calibrate=v[30], table_bits=v[31], delay=v[32])
         config.validate()
         too_big = [name for name, top in _RECORD_MAX.items() if getattr(config, name) > top]
         if too_big:
@@ -126,7 +134,7 @@ class Config:
               and (self.vocab == 256 if self.tokenizer == TOK_BPE else self.merges == 0)
               and self.mixing in (tokenmix.MIX_PRIOR, tokenmix.MIX_REFERENCE, tokenmix.MIX_LEARNED)
               and self.use_ssm in (0, 1) and self.match in (0, 1) and self.calibrate in (0, 1)
-              and 10 <= self.table_bits <= 21)
+              and 10 <= self.table_bits <= 21 and self.delay in (0, 1))
         floats = (self.lr, self.beta1, self.beta2, self.adam_eps, self.clip, self.smoothing,
                   self.prior, self.lr_min, self.lr_half)
         ok = ok and all(np.isfinite(floats))
@@ -172,7 +180,8 @@ class Config:
                                self.conv, self.layers, self.chunk)
         acts = (3 * (L + 1) * T * D + L * (T + K) * E + L * T * (8 * E + 2 * N + 1)
                 + L * (T + 1) * N * E + 2 * L * T * N * E + 3 * T * V)
-        return 4 * (4 * total + acts) + 64 * V + tokenmix.State.memory_bytes(V, self.table_bits)
+        copies = self.delay * (total + acts)  # the coding weights and the trainer's activations
+        return 4 * (4 * total + acts + copies) + 64 * V + tokenmix.State.memory_bytes(V, self.table_bits)
 
 
 PRESETS.update({name: Config(**fields) for name, fields in presets.SSM_PRESETS.items()})

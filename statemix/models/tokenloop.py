@@ -22,14 +22,15 @@ from __future__ import annotations
 import numpy as np
 
 from .._fmath import F1, LANES, log32, sum_lanes
-from .._jit import kernel
+from .._jit import kernel, prange
 from ..coder import dec_symbol, enc_encode
 from ..quantize import quantize_logits
 from . import tokenmix
 from .modes import DECODE, LEARN
 from .nn.forward import forward_position
-from .nn.layout import H_PRIOR, S_CALIBRATE, S_MATCH, S_MIXING, S_TABLE_BITS, S_TB, S_USE_SSM, S_V
-from .nn.train import begin_position, end_position
+from .nn.layout import (H_PRIOR, ST_PENDING, ST_POS, S_CALIBRATE, S_DELAY, S_MATCH, S_MIXING, S_T,
+                        S_TABLE_BITS, S_TB, S_USE_SSM, S_V)
+from .nn.train import begin_position, coding_weights, end_position, finish_chunk, train_pending
 
 
 #: a token's stage trace (see record_stages): the SSM's softmax, the mixed softmax, the quantized one
@@ -80,15 +81,17 @@ def predict_token(net, acts, lc, ts, ex, freqs, lanes):
     """
     t = begin_position(net)
     if net.sz[S_USE_SSM]:
-        forward_position(net.P, net.Aneg, net.off, net.sz, acts, net.tin, t, lanes)
+        P, Aneg = coding_weights(net)
+        forward_position(P, Aneg, net.off, net.sz, acts, net.tin, t, lanes)
     _code_distribution(net.sz, net.hy, acts, t, lc, ts, ex, freqs, lanes)
     return t
 
 
 @kernel
-def learn_token(net, acts, grads, counts, lc, ts, ex, t, sym, coded):
+def learn_token(net, acts, grads, acts_t, counts, lc, ts, ex, t, sym, coded, train):
     """Learn the token ``sym`` at position ``t`` (the last three steps above; the mixer only if the
-    token was ``coded`` with the distribution in ``ex``)."""
+    token was ``coded`` with the distribution in ``ex``; the SSM finishes a chunk only if ``train``:
+    see :func:`.nn.train.end_position`)."""
     sz = net.sz
     use_ssm = sz[S_USE_SSM]
     if coded:
@@ -97,7 +100,7 @@ def learn_token(net, acts, grads, counts, lc, ts, ex, t, sym, coded):
     tokenmix.update(sym, sz[S_TABLE_BITS], ts)
     counts[sym] += 1
     lc[sym] = log32(F1 + np.float32(counts[sym]))
-    end_position(net, acts, grads, t, sym, use_ssm != 0)
+    end_position(net, acts, grads, acts_t, t, sym, train and use_ssm != 0)
 
 
 @kernel
@@ -131,12 +134,13 @@ def _split_bits(weights, V, sym, nbits, cum, out, row, col):
 
 
 @kernel
-def run_range(mode, data, coded, rc, net, acts, grads, counts, lc, ts, trace, bit_trace, stages, start, end):
+def run_range(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, trace, bit_trace, stages, start, end):
     """Encode, decode or only learn tokens ``start`` to ``end`` of ``data`` (one step of a block).
 
     ``data`` holds token ids (int64 < V).  The coder ``rc`` is started by the caller
     (:func:`statemix.coder.enc_init` / ``dec_init``).  ``net``, ``acts``, ``grads``: the network
-    (:mod:`.nn.layout`); ``counts`` (int64, V) and ``lc`` (float32 log(1 + count)) the frequency
+    (:mod:`.nn.layout`), ``acts_t`` the delayed trainer's activations (``acts`` without a delay);
+    ``counts`` (int64, V) and ``lc`` (float32 log(1 + count)) the frequency
     prior; ``ts`` the count models' state (:meth:`.tokenmix.State.arrays`).  If ``trace`` has rows,
     ``trace[i, 0]`` gets the coded probability of token i and ``trace[i, 1]`` the SSM's own
     probability of it (1/V without the SSM).  If ``bit_trace`` has rows (``nbits`` per token), the
@@ -144,7 +148,51 @@ def run_range(mode, data, coded, rc, net, acts, grads, counts, lc, ts, trace, bi
     (:func:`_split_bits`): ``bit_trace[nbits * i + j, 0]`` coded, ``[..., 1]`` the SSM's.  If
     ``stages`` (float32, rows x 3 x V) has rows, row ``i - start`` receives token i's distributions:
     the SSM's softmax (without the SSM: left as it is), the mixed softmax, the quantized one.
+
+    With a training delay, the tokens up to each chunk's end are coded on one thread while the
+    chunk before is trained on another (:func:`_code_beside_training`); run in turn, the two
+    give the same bits.
     """
+    if not (net.sz[S_DELAY] and net.sz[S_USE_SSM]):
+        _code_tokens(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, trace, bit_trace, stages,
+                     start, start, end, True)
+        return
+    T = net.sz[S_T]
+    i = start
+    while i < end:
+        stop = min(end, i + T - net.st[ST_POS])  # the end of this chunk, or of the range
+        if net.st[ST_PENDING]:
+            _code_beside_training(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, trace,
+                                  bit_trace, stages, start, i, stop)
+            if net.st[ST_POS] == 0:  # the chunk ended (its chunk before is trained)
+                finish_chunk(net, acts, grads, acts_t)
+        else:
+            _code_tokens(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, trace, bit_trace,
+                         stages, start, i, stop, True)
+        i = stop
+
+
+@kernel(parallel=True)
+def _code_beside_training(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, trace, bit_trace,
+                          stages, start, i0, i1):
+    """Code tokens ``i0`` to ``i1`` (at most to the end of their chunk) on one thread while the
+    pending chunk is trained on the other.  The coding reads the coding weights and writes the
+    coder, the count models and its own activations; the training writes the weights, the Adam
+    state and the trainer's activations: no array is written by both, and each job's result is the
+    same whichever runs first (one thread runs them in index order)."""
+    for job in prange(2):
+        if job == 0:
+            _code_tokens(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, trace, bit_trace,
+                         stages, start, i0, i1, False)
+        else:
+            train_pending(net, acts_t, grads)
+
+
+@kernel
+def _code_tokens(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, trace, bit_trace, stages,
+                 start, i0, i1, train):
+    """Tokens ``i0`` to ``i1`` of :func:`run_range` (whose range begins at ``start``), one by one;
+    a chunk that ends among them is finished only if ``train``."""
     sz = net.sz
     V = sz[S_V]
     tb = sz[S_TB]
@@ -157,7 +205,7 @@ def run_range(mode, data, coded, rc, net, acts, grads, counts, lc, ts, trace, bi
     use_ssm = sz[S_USE_SSM]
     nbits = bit_trace.shape[0] // max(data.shape[0], 1)
     cumf = np.empty(V + 1, dtype=np.float64)
-    for i in range(start, end):
+    for i in range(i0, i1):
         if mode != LEARN:
             t = predict_token(net, acts, lc, ts, ex, freqs, lanes)
             if mode == DECODE:
@@ -183,11 +231,12 @@ def run_range(mode, data, coded, rc, net, acts, grads, counts, lc, ts, trace, bi
                 _split_bits(freqs, V, sym, nbits, cumf, bit_trace, nbits * i, 0)
                 if use_ssm:
                     _split_bits(acts.probs[t], V, sym, nbits, cumf, bit_trace, nbits * i, 1)
-            learn_token(net, acts, grads, counts, lc, ts, ex, t, sym, True)
+            learn_token(net, acts, grads, acts_t, counts, lc, ts, ex, t, sym, True, train)
         else:
             t = begin_position(net)
             if use_ssm:
-                forward_position(net.P, net.Aneg, net.off, sz, acts, net.tin, t, lanes)
+                P, Aneg = coding_weights(net)
+                forward_position(P, Aneg, net.off, sz, acts, net.tin, t, lanes)
             sym = np.int64(data[i])
             tokenmix.gather(ts, sz[S_TABLE_BITS])
-            learn_token(net, acts, grads, counts, lc, ts, ex, t, sym, False)
+            learn_token(net, acts, grads, acts_t, counts, lc, ts, ex, t, sym, False, train)

@@ -50,7 +50,7 @@ Arrays = namedtuple("Arrays", "net acts grads counts lc ts ex freqs lanes cum at
 #: what a source keeps of its ssm preset as it was when the source got its id: cm's record names the
 #: source, not its hyper-parameters, so a later retuning of the presets must not reach old streams
 #: (a retuned source needs a new id)
-PINNED = {SOURCE_SSM: dict(smoothing=0.12)}
+PINNED = {SOURCE_SSM: dict(smoothing=0.12, delay=0, chunk=32, iters_c=2)}
 
 
 def source_config(source: int, table_bits: int) -> ssm_config.Config:
@@ -113,4 +113,5 @@ def source_input(cum, c0, bit, lut):
 @kernel(inline=True)
 def source_learn(src, byte):
     """Learn the coded ``byte`` (after its last bit)."""
-    learn_token(src.net, src.acts, src.grads, src.counts, src.lc, src.ts, src.ex, src.at[0], byte, True)
+    learn_token(src.net, src.acts, src.grads, src.acts, src.counts, src.lc, src.ts, src.ex, src.at[0], byte, True,
+                True)

@@ -9,6 +9,11 @@ beta2**t, ``partial`` the per-block gradient norms, ``saved_h``/``saved_x`` the 
 ``tin``/``tout`` the chunk's input and target tokens.  Activations and their gradients are the
 named tuples :data:`Acts` and :data:`Grads` (one chunk each).
 
+With a training delay (``S_DELAY`` = 1, see :mod:`.train`) the coding pass reads its own copy of the
+weights, ``Pc`` and ``Ac`` (= P and Aneg as they were when the chunk before began), while the trainer
+works on the chunk handed over to it: its tokens ``tin_t``/``tout_t`` and its start state in an
+:data:`Acts` of its own.  Without a delay these four arrays have length 0.
+
 Parameters: per layer ``l`` at ``off[l * NT + k]`` (LN gain/bias, W_in D x 2E, conv K x E and bias,
 W_x E x R, dt_w, dt_b, A_log N x E, D_skip, W_out E x D), then the globals at ``off[L * NT + k]``
 (embedding V x D, final LN gain/bias, head D x V).  Matrices are stored transposed: input index
@@ -41,15 +46,16 @@ EMB, LNF_G, LNF_B, HEAD = range(4)
 S_V, S_D, S_E, S_N, S_K, S_L, S_T, S_R, S_EB, S_BPTT = range(10)
 S_IT_A, S_N_A, S_IT_B, S_N_B, S_IT_C, S_TB = range(10, 16)
 S_MIXING, S_USE_SSM, S_MATCH, S_CALIBRATE, S_TABLE_BITS = range(16, 21)  # token coding loop options
-SZ_SIZE = 21
+S_DELAY = 21  # chunks between coding a chunk and training on it: 0 or 1
+SZ_SIZE = 22
 
 # ---- float hyper-parameters (float32 array ``hy``) ------------------------------------------------
 H_LR, H_B1, H_B2, H_EPS, H_CLIP, H_SMOOTH, H_PRIOR, H_LR_MIN, H_LR_HALF = range(9)
 HY_SIZE = 9
 
 # ---- int64 run state ``st`` ----------------------------------------------------------------------
-ST_POS, ST_PREV, ST_CHUNK, ST_STEPS = range(4)
-ST_SIZE = 4
+ST_POS, ST_PREV, ST_CHUNK, ST_STEPS, ST_PENDING = range(5)  # ST_PENDING: a chunk handed over, not trained yet
+ST_SIZE = 5
 # float32 run state ``sf``: running products beta1**t, beta2**t
 SF_B1T, SF_B2T = range(2)
 
@@ -62,7 +68,7 @@ T_GROUP = 8  # chunk positions per parallel task of the backward pass's per-posi
 TOTAL_BITS = 30  # frequency resolution handed to the coder
 
 #: The network's arrays as the kernels take them (see :func:`new_network`).
-Net = namedtuple("Net", "P G M W Aneg off sz hy st sf partial saved_h saved_x tin tout")
+Net = namedtuple("Net", "P G M W Aneg off sz hy st sf partial saved_h saved_x tin tout Pc Ac tin_t tout_t")
 #: Activations of one chunk (shapes: see the glossary in statemix.models.nn).
 Acts = namedtuple("Acts", "res nrm rstd an xh z cpre xs pj dtpre dt hs dA y yg logits probs lse")
 #: Gradients with respect to the activations of one chunk, and the backward pass's transposed copies
@@ -162,7 +168,7 @@ def _log_table(values, out, repeat):
 _SIZE_FIELDS = {S_V: "vocab", S_D: "d_model", S_N: "d_state", S_K: "conv", S_L: "layers", S_T: "chunk",
                 S_EB: "channel_block", S_BPTT: "bptt", S_IT_A: "iters_a", S_N_A: "chunks_a", S_IT_B: "iters_b",
                 S_N_B: "chunks_b", S_IT_C: "iters_c", S_MIXING: "mixing", S_USE_SSM: "use_ssm",
-                S_MATCH: "match", S_CALIBRATE: "calibrate", S_TABLE_BITS: "table_bits"}
+                S_MATCH: "match", S_CALIBRATE: "calibrate", S_TABLE_BITS: "table_bits", S_DELAY: "delay"}
 #: hyper-parameter entry -> config field
 _HYPER_FIELDS = {H_LR: "lr", H_B1: "beta1", H_B2: "beta2", H_EPS: "adam_eps", H_CLIP: "clip",
                  H_SMOOTH: "smoothing", H_PRIOR: "prior", H_LR_MIN: "lr_min", H_LR_HALF: "lr_half"}

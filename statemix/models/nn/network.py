@@ -20,7 +20,7 @@ import numpy as np
 from .forward import forward_position
 from .layout import (ADAM_BLOCK, LANES, ST_SIZE, Net, hyper, init_params, layout, new_activations,
                      new_gradients, sizes)
-from .train import begin_position, end_position, refresh_a
+from .train import begin_position, coding_weights, end_position, refresh_a
 
 
 class Network:
@@ -48,6 +48,13 @@ class Network:
         self.tout = np.zeros(config.chunk, dtype=np.int64)
         self.acts = new_activations(config)
         self.grads = new_gradients(config)
+        # the delayed trainer's inputs and the coding pass's weights (see .layout; empty without a delay)
+        delayed = config.delay > 0
+        self.Pc = self.P.copy() if delayed else np.zeros(0, dtype=np.float32)
+        self.Ac = self.Aneg.copy() if delayed else np.zeros((0, 0, 0), dtype=np.float32)
+        self.tin_t = np.zeros(config.chunk if delayed else 0, dtype=np.int64)
+        self.tout_t = np.zeros(config.chunk if delayed else 0, dtype=np.int64)
+        self.acts_t = new_activations(config) if delayed else None
         self._lanes = np.empty(LANES, dtype=np.float32)
         self._t = -1
 
@@ -55,18 +62,24 @@ class Network:
     def net(self) -> Net:
         """The arrays as the kernels take them (views of this object's arrays, not copies)."""
         return Net(self.P, self.G, self.M, self.W, self.Aneg, self.off, self.sz, self.hy, self.st, self.sf,
-                   self.partial, self.saved_h, self.saved_x, self.tin, self.tout)
+                   self.partial, self.saved_h, self.saved_x, self.tin, self.tout, self.Pc, self.Ac, self.tin_t,
+                   self.tout_t)
+
+    @property
+    def trainer_acts(self):
+        """The activations the delayed trainer works in (the coding pass's own without a delay)."""
+        return self.acts if self.acts_t is None else self.acts_t
 
     def predict(self) -> np.ndarray:
         """P(next token) after the tokens observed so far (float32, V; overwritten by later calls)."""
         net = self.net
         self._t = t = begin_position(net)
-        forward_position(self.P, self.Aneg, self.off, self.sz, self.acts, self.tin, t, self._lanes)
+        forward_position(*coding_weights(net), self.off, self.sz, self.acts, self.tin, t, self._lanes)
         return self.acts.probs[t]
 
     def observe(self, token: int, train: bool = True) -> None:
         """Take the token that followed the last :meth:`predict`; train at the end of a chunk."""
         if self._t < 0:
             raise ValueError("observe() needs a predict() first")
-        end_position(self.net, self.acts, self.grads, self._t, np.int64(token), train)
+        end_position(self.net, self.acts, self.grads, self.trainer_acts, self._t, np.int64(token), train)
         self._t = -1

@@ -11,6 +11,12 @@
 - :func:`train_chunk`: each iteration restarts from the state at chunk start; the first reuses the
   activations of the coding pass (same weights, same state); afterwards the state is the one the
   coding pass reached, so coding continues exactly where it was.
+- A delay of one chunk (``S_DELAY`` = 1): at a chunk's end the chunk is handed over
+  (:func:`hand_over`) and trained on (:func:`train_pending`) while the next chunk is coded with the
+  weights as they were, so chunk k is coded with the weights trained through chunk k - 2.  Every
+  iteration then runs its own forward pass (the trainer's weights are not the coding pass's), in
+  its own activations; trainer and coder write no common array, so a caller may run the two on two
+  threads (:func:`statemix.models.tokenloop.run_range` does) and get the bits of running them in turn.
 - :func:`begin_position` / :func:`end_position`: the position bookkeeping a caller wraps around
   :func:`.forward.forward_position` to run the network token by token (inputs ``tin``, targets
   ``tout``, training at the end of each chunk) without any coding loop.
@@ -21,12 +27,12 @@ from __future__ import annotations
 import numpy as np
 
 from ..._fmath import exp32
-from ..._jit import kernel, prange
+from ..._jit import kernel, prange, serial_twin
 from .numerics import dot_lanes
 from .layout import (
     ADAM_BLOCK, A_LOG, F0, F1, H_B1, H_B2, H_CLIP, H_EPS, H_LR, H_LR_HALF, H_LR_MIN, LANES, NT, SF_B1T,
-    SF_B2T, ST_CHUNK, ST_POS, ST_PREV, ST_STEPS, S_E, S_IT_A, S_IT_B, S_IT_C, S_K, S_L, S_N, S_N_A, S_N_B,
-    S_T)
+    SF_B2T, ST_CHUNK, ST_PENDING, ST_POS, ST_PREV, ST_STEPS, S_DELAY, S_E, S_IT_A, S_IT_B, S_IT_C, S_K,
+    S_L, S_N, S_N_A, S_N_B, S_T)
 from .forward import forward_chunk
 from .backward import backward_chunk
 
@@ -110,32 +116,102 @@ def _learning_rate(hy, chunk):
     return lo + (lr - lo) * (half / (half + np.float32(chunk)))
 
 
+_forward_chunk_serial = serial_twin(forward_chunk)
+_backward_chunk_serial = serial_twin(backward_chunk)
+_adam_step_serial = serial_twin(adam_step)
+
+
+@kernel
+def _iterate(net, acts, grads, tin, tout, coded_first, serial):
+    """The Adam iterations on one chunk (``tin`` inputs, ``tout`` targets, from the start state in
+    ``acts``); the activations already in ``acts`` serve the first one if ``coded_first``.  With
+    ``serial`` the passes run without parallel regions (the same bits: see :func:`.serial_twin`)."""
+    P, G, M, W, Aneg, off, sz, hy, st, sf = net.P, net.G, net.M, net.W, net.Aneg, net.off, net.sz, net.hy, net.st, net.sf
+    chunk = st[ST_CHUNK]
+    iters = _iterations(sz, chunk)
+    lr = _learning_rate(hy, chunk)
+    for it in range(iters):
+        if serial:
+            if it > 0 or not coded_first:
+                _forward_chunk_serial(P, Aneg, off, sz, acts, tin)
+            _backward_chunk_serial(P, Aneg, off, sz, hy, acts, grads, tin, tout, G)
+            _adam_step_serial(P, G, M, W, hy, sf, lr, net.partial)
+        else:
+            if it > 0 or not coded_first:
+                forward_chunk(P, Aneg, off, sz, acts, tin)
+            backward_chunk(P, Aneg, off, sz, hy, acts, grads, tin, tout, G)
+            adam_step(P, G, M, W, hy, sf, lr, net.partial)
+        refresh_a(P, off, sz, Aneg)
+        st[ST_STEPS] += 1
+    st[ST_CHUNK] = chunk + 1
+
+
 @kernel
 def train_chunk(net, acts, grads):
     """Train on the chunk just seen (``net.tin`` inputs, ``net.tout`` targets); the activations of
     the position-by-position pass serve the first iteration."""
-    P, G, M, W, Aneg, off, sz, hy, st, sf = net.P, net.G, net.M, net.W, net.Aneg, net.off, net.sz, net.hy, net.st, net.sf
     hs, xh = acts.hs, acts.xh
-    L = sz[S_L]
-    T = sz[S_T]
-    K = sz[S_K]
-    chunk = st[ST_CHUNK]
-    iters = _iterations(sz, chunk)
-    lr = _learning_rate(hy, chunk)
+    L = net.sz[S_L]
+    T = net.sz[S_T]
+    K = net.sz[S_K]
     for l in range(L):
         net.saved_h[l] = hs[l, T]
         net.saved_x[l] = xh[l, T:T + K - 1]
-    for it in range(iters):
-        if it > 0:
-            forward_chunk(P, Aneg, off, sz, acts, net.tin)
-        backward_chunk(P, Aneg, off, sz, hy, acts, grads, net.tin, net.tout, G)
-        adam_step(P, G, M, W, hy, sf, lr, net.partial)
-        refresh_a(P, off, sz, Aneg)
-        st[ST_STEPS] += 1
+    _iterate(net, acts, grads, net.tin, net.tout, True, False)
     for l in range(L):
         hs[l, 0] = net.saved_h[l]
         xh[l, 0:K - 1] = net.saved_x[l]
-    st[ST_CHUNK] = chunk + 1
+
+
+@kernel
+def train_pending(net, acts_t, grads):
+    """Train on the chunk handed over by :func:`hand_over` (delay 1), in ``acts_t``, on this thread
+    alone: the caller may run it beside the coding of the next chunk, which reads only the coding
+    weights ``net.Pc``/``net.Ac`` and its own arrays."""
+    _iterate(net, acts_t, grads, net.tin_t, net.tout_t, False, True)
+    net.st[ST_PENDING] = 0
+
+
+@kernel
+def hand_over(net, acts, acts_t):
+    """At the end of a chunk with delay 1 (the chunk before trained): the coding weights become the
+    trained ones, the chunk and its start state go to the trainer, and the coding pass carries on
+    from the state it reached."""
+    sz = net.sz
+    L = sz[S_L]
+    T = sz[S_T]
+    K = sz[S_K]
+    net.Pc[:] = net.P
+    net.Ac[:] = net.Aneg
+    net.tin_t[:] = net.tin
+    net.tout_t[:] = net.tout
+    for l in range(L):
+        acts_t.hs[l, 0] = acts.hs[l, 0]
+        acts.hs[l, 0] = acts.hs[l, T]
+        for j in range(K - 1):  # upward: a source row is never written before it is read
+            acts_t.xh[l, j] = acts.xh[l, j]
+            acts.xh[l, j] = acts.xh[l, T + j]
+    net.st[ST_PENDING] = 1
+
+
+@kernel
+def finish_chunk(net, acts, grads, acts_t):
+    """What follows the last position of a chunk: train on it (no delay), or train on the chunk
+    still pending and hand this one over (delay 1)."""
+    if net.sz[S_DELAY]:
+        if net.st[ST_PENDING]:
+            train_pending(net, acts_t, grads)
+        hand_over(net, acts, acts_t)
+    else:
+        train_chunk(net, acts, grads)
+
+
+@kernel(inline=True)
+def coding_weights(net):
+    """(P, Aneg) as the coding pass reads them: the delayed copies with a delay, else the trained ones."""
+    if net.sz[S_DELAY]:
+        return net.Pc, net.Ac
+    return net.P, net.Aneg
 
 
 @kernel
@@ -151,14 +227,15 @@ def begin_position(net):
 
 
 @kernel
-def end_position(net, acts, grads, t, token, train):
-    """Record ``token`` as the target of position ``t``; at the end of a chunk, train on it if
-    ``train`` (else only start the next chunk)."""
+def end_position(net, acts, grads, acts_t, t, token, train):
+    """Record ``token`` as the target of position ``t``; at the end of a chunk, :func:`finish_chunk`
+    if ``train`` (else only start the next chunk: a caller that trains beside the coding finishes
+    the chunk itself).  ``acts_t``: the delayed trainer's activations (``acts`` without a delay)."""
     net.tout[t] = token
     net.st[ST_PREV] = token
     t += 1
     if t == net.sz[S_T]:
         if train:
-            train_chunk(net, acts, grads)
+            finish_chunk(net, acts, grads, acts_t)
         t = 0
     net.st[ST_POS] = t
