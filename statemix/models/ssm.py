@@ -3,8 +3,9 @@
 Model id 2.  The model predicts a softmax over ``V`` tokens; :mod:`.tokenmix` mixes it in logit space
 with a frequency prior and, unless ``mixing`` is 0, with token n-gram counts and a match model (fixed
 weights or learned online), and the result is coded with :mod:`statemix.coder`.  Every ``T`` tokens
-(a *chunk*) the SSM trains on the chunk just coded with a few Adam iterations.  The decoder replays the
-identical computation.
+(a *chunk*) the SSM trains on the chunk just coded with a few Adam iterations; with a training delay
+(``Config.delay``) it trains on a second thread while the next chunk is coded with the weights as they
+were.  The decoder replays the identical computation.
 
 Tokens (``Config.tokenizer``): ``TOK_IDS`` codes the bytes themselves (V = ``vocab`` = 256; the token
 interface takes any ids below ``vocab``); ``TOK_BPE`` trains a byte-level BPE vocabulary

@@ -151,7 +151,8 @@ class Config:
                   f"{self.vocab} token ids" if self.tokenizer == TOK_IDS else
                   f"BPE tokens ({self.merges or 'default'} merges trained on the first block)")
         if self.use_ssm:
-            parts = [f"SSM of {self.layers} layers, width {self.d_model} (state {self.d_state}) over {tokens}"]
+            parts = [f"SSM of {self.layers} layers, width {self.d_model} (state {self.d_state}) over {tokens}"
+                     + (", trained one chunk behind the coding" if self.delay else "")]
         else:
             parts = [f"count models only over {tokens}"]
         mixing = {tokenmix.MIX_PRIOR: "frequency prior", tokenmix.MIX_REFERENCE: "fixed-weight n-grams",

@@ -4,15 +4,17 @@ The network's arrays (a :data:`Net`): ``P`` the flat float32 parameters, ``G`` t
 and ``W`` the Adam moments, ``Aneg`` = -exp(A_log) per layer (N x E, refreshed after every update),
 ``off`` the offset of every tensor in ``P`` (:func:`layout`), ``sz`` the int64 size table (``S_*``),
 ``hy`` the float32 hyper-parameters (``H_*``), ``st`` the int64 run state (``ST_*``: position in
-the chunk, previous token, chunks trained, Adam steps), ``sf`` the running products beta1**t,
-beta2**t, ``partial`` the per-block gradient norms, ``saved_h``/``saved_x`` the state at chunk start,
-``tin``/``tout`` the chunk's input and target tokens.  Activations and their gradients are the
+the chunk, previous token, chunks trained, Adam steps, whether a handed-over chunk waits for
+training), ``sf`` the running products beta1**t, beta2**t, ``partial`` the per-block gradient norms,
+``saved_h``/``saved_x`` the state at chunk start, ``tin``/``tout`` the chunk's input and target
+tokens.  Activations and their gradients are the
 named tuples :data:`Acts` and :data:`Grads` (one chunk each).
 
 With a training delay (``S_DELAY`` = 1, see :mod:`.train`) the coding pass reads its own copy of the
-weights, ``Pc`` and ``Ac`` (= P and Aneg as they were when the chunk before began), while the trainer
-works on the chunk handed over to it: its tokens ``tin_t``/``tout_t`` and its start state in an
-:data:`Acts` of its own.  Without a delay these four arrays have length 0.
+weights, ``Pc`` and ``Ac`` (P and Aneg as the last hand-over found them: trained through the chunk
+before the last one), while the trainer works on the chunk handed over to it: its tokens
+``tin_t``/``tout_t`` and its start state in an :data:`Acts` of its own.  Without a delay these four
+arrays have length 0.
 
 Parameters: per layer ``l`` at ``off[l * NT + k]`` (LN gain/bias, W_in D x 2E, conv K x E and bias,
 W_x E x R, dt_w, dt_b, A_log N x E, D_skip, W_out E x D), then the globals at ``off[L * NT + k]``
