@@ -11,6 +11,8 @@ Per token i of a block (the same loop for ENCODE, DECODE and LEARN, see :mod:`.m
     counts[sym] += 1, lc[sym] = log(1 + count)   the frequency prior (float32, own log)
     end_position(net, ..., sym)                  the token is the target; train at a chunk's end
 
+With a training delay (``Config.delay`` = 1) a chunk's end hands the chunk to the trainer instead,
+and :func:`run_range` trains it beside the coding of the next chunk (:mod:`.nn.train`).
 Without the SSM (``use_ssm`` = 0) its logits are 0 and H = log V.  LEARN updates the counts and the
 SSM but not the mixer (the mixer learns from the probabilities a block was coded with).  Every state
 lives in arrays, so :func:`run_range` runs any range of a block and a block run in several steps
