@@ -397,7 +397,7 @@ def test_delayed_training_in_the_coding_loop_is_the_delay_run_in_turn():
     (tokenloop._code_beside_training).  The SSM's probability of every byte equals that of nn.Network
     run position by position, which trains in turn (train.finish_chunk), with blocks that end inside a
     chunk (a pending chunk trained with no coding beside it).  The first chunk is coded with the same
-    weights with and without a delay, the second is not; the two streams differ."""
+    weights with and without a delay, the second is not: its probabilities differ."""
     from statemix.models.nn import Network
 
     config = config_with(**BYTES_TINY, delay=1)

@@ -120,9 +120,8 @@ class Model:
 
     def _run(self, mode: int, tokens: np.ndarray, coded: np.ndarray, trace: np.ndarray, progress=None) -> int:
         # below PARALLEL_MIN_VOCAB a chunk's parallel regions are too small to pay for a second
-        # thread; bytes pay since the backward pass's products run as SIMD loops (enwik8 200 kB,
-        # preset mix, median of 3: compressing 9.5 s at -T 1, 8.4 s at -T 2; decompressing 10.3 s,
-        # 6.8 s; before, 7.4 KB/s at -T 1 and 1.7 KB/s at -T 2 on 2 busy cores)
+        # thread; bytes pay since the backward pass's products run as SIMD loops, and with a
+        # training delay the second thread trains beside the coding (bench/RESULTS.md, 2026-12-03)
         small = self.model_config.vocab < PARALLEL_MIN_VOCAB
         with threads_at_most(1) if small else contextlib.nullcontext():
             return self._run_block(mode, tokens, coded, trace, progress)
