@@ -52,6 +52,7 @@ from statemix.models import ssm  # noqa: E402
 from statemix.models.nn import backward as bwd  # noqa: E402
 from statemix.models.nn import forward as fwd  # noqa: E402
 from statemix.models.nn import train  # noqa: E402
+from statemix.models.nn.layout import S_E, S_EB  # noqa: E402
 
 PEAK_LANES = 4096
 
@@ -112,18 +113,27 @@ def ssm_parameters(config) -> int:
 
 def phase_times(model, reps: int) -> dict[str, float]:
     """Seconds per call of each phase, from the model's current state (the best of 3 rounds;
-    forward_position: per position, timed over a whole chunk's positions)."""
+    forward_position: per position, timed over a whole chunk's positions).  The training passes as
+    the model runs them: with a training delay the serial twins, scans in one task of E channels;
+    without, the parallel kernels with the configured channel blocks."""
     m = model.network
     lr = np.float32(model.model_config.lr)
     lanes = np.empty(LANES, dtype=np.float32)
     T = model.model_config.chunk
+    if model.model_config.delay:
+        forward_chunk, backward_chunk, adam_step = (
+            train._forward_chunk_serial, train._backward_chunk_serial, train._adam_step_serial)
+        block = m.sz[S_E]
+    else:
+        forward_chunk, backward_chunk, adam_step = fwd.forward_chunk, bwd.backward_chunk, train.adam_step
+        block = m.sz[S_EB]
     calls = {
         "forward_position": lambda: [fwd.forward_position(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin, t, lanes)
                                      for t in range(T)],
-        "forward_chunk": lambda: fwd.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin),
-        "backward_chunk": lambda: bwd.backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin,
-                                                     m.tout, m.G),
-        "adam_step": lambda: train.adam_step(m.P, m.G, m.M, m.W, m.hy, m.sf, lr, m.partial),
+        "forward_chunk": lambda: forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin, block),
+        "backward_chunk": lambda: backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout,
+                                                 m.G, block),
+        "adam_step": lambda: adam_step(m.P, m.G, m.M, m.W, m.hy, m.sf, lr, m.partial),
         "refresh_a": lambda: train.refresh_a(m.P, m.off, m.sz, m.Aneg),
     }
     out = {}

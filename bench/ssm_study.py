@@ -53,6 +53,7 @@ from statemix.models import ssm  # noqa: E402
 from statemix.models.nn import backward as bwd
 from statemix.models.nn import forward as fwd
 from statemix.models.nn import train
+from statemix.models.nn.layout import S_EB
 from tokenizer_study import GENERAL  # noqa: E402
 from tokenizer_study import strategy_vocabulary as study_vocabulary  # noqa: E402
 
@@ -183,11 +184,11 @@ def train_bench(config: ssm.Config, data: bytes, reps: int = 200) -> dict:
         model.restore(start)  # the same state, BPE vocabulary included
         m = model.network
         lr = np.float32(config.lr)
-        fwd.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
+        fwd.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin, m.sz[S_EB])
         t0 = time.perf_counter()
         for _ in range(reps):
-            fwd.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
-            bwd.backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout, m.G)
+            fwd.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin, m.sz[S_EB])
+            bwd.backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout, m.G, m.sz[S_EB])
             train.adam_step(m.P, m.G, m.M, m.W, m.hy, m.sf, lr, m.partial)
             train.refresh_a(m.P, m.off, m.sz, m.Aneg)
         ms = (time.perf_counter() - t0) / reps * 1e3

@@ -98,7 +98,7 @@ def test_forward_matches_naive_and_coding_pass(changes):
     config = tiny(**changes)
     m = prepared_model(config)
     h0, x0 = start_state(m, config)
-    fwd.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
+    fwd.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin, m.sz[layout.S_EB])
     logits = m.acts.logits.copy()
     ref, _ = naive.forward(m.P, config, m.tin, h0, x0)
     np.testing.assert_allclose(logits, ref, rtol=2e-4, atol=2e-5)
@@ -127,8 +127,8 @@ def test_compiled_passes_compute_what_their_source_says(changes):
         m = prepared_model(config)
         forward_chunk, forward_position, backward_chunk = (
             (k if compiled else k.py_func) for k in (fwd.forward_chunk, fwd.forward_position, bwd.backward_chunk))
-        forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
-        backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout, m.G)
+        forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin, m.sz[layout.S_EB])
+        backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout, m.G, m.sz[layout.S_EB])
         chunk_acts = [a.copy() for a in m.acts]
         for t in range(config.chunk):
             forward_position(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin, t, lanes)
@@ -140,8 +140,8 @@ def test_compiled_passes_compute_what_their_source_says(changes):
 def kernel_and_naive_gradients(config):
     m = prepared_model(config)
     h0, x0 = start_state(m, config)
-    fwd.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
-    bwd.backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout, m.G)
+    fwd.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin, m.sz[layout.S_EB])
+    bwd.backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout, m.G, m.sz[layout.S_EB])
     analytic = naive.gradient(m.P, config, m.tin, m.tout, h0, x0, bptt=bool(config.bptt))
     return m, h0, x0, analytic
 
@@ -177,8 +177,8 @@ def test_bptt_differs_from_one_step():
     m1 = prepared_model(tiny(bptt=1))
     m0 = prepared_model(tiny(bptt=0))
     for m in (m0, m1):
-        fwd.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin)
-        bwd.backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout, m.G)
+        fwd.forward_chunk(m.P, m.Aneg, m.off, m.sz, m.acts, m.tin, m.sz[layout.S_EB])
+        bwd.backward_chunk(m.P, m.Aneg, m.off, m.sz, m.hy, m.acts, m.grads, m.tin, m.tout, m.G, m.sz[layout.S_EB])
     assert not np.array_equal(m0.G, m1.G)
 
 

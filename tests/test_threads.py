@@ -23,7 +23,7 @@ from statemix.models import ssm
 from statemix.models.nn import Network
 from statemix.models.nn.backward import backward_chunk
 from statemix.models.nn.forward import forward_chunk
-from statemix.models.nn.layout import ADAM_BLOCK, H_CLIP, HEAD_BLOCK
+from statemix.models.nn.layout import ADAM_BLOCK, H_CLIP, HEAD_BLOCK, S_E, S_EB
 from statemix.models.nn.train import adam_step
 from statemix.models.nn import train
 from statemix.models import tokenloop
@@ -123,7 +123,7 @@ def test_forward_chunk_is_the_same_at_one_and_two_threads(chunk):
     results = {}
     for threads in (1, 2):
         acts = copy_of(chunk.acts)
-        on_threads(threads, forward_chunk, *args, acts, chunk.tin)
+        on_threads(threads, forward_chunk, *args, acts, chunk.tin, chunk.sz[S_EB])
         results[threads] = acts
     assert differing(results[1], results[2]) == []
     assert differing(results[2], chunk.acts) == []
@@ -133,7 +133,7 @@ def backward_at(chunk, threads: int):
     G = np.full_like(chunk.G, np.nan)  # the kernel must overwrite every entry
     grads = copy_of(chunk.grads)
     on_threads(threads, backward_chunk, chunk.P, chunk.Aneg, chunk.off, chunk.sz, chunk.hy,
-               copy_of(chunk.acts), grads, chunk.tin, chunk.tout, G)
+               copy_of(chunk.acts), grads, chunk.tin, chunk.tout, G, chunk.sz[S_EB])
     return G, grads
 
 
@@ -167,21 +167,24 @@ def test_adam_step_is_the_same_at_one_and_two_threads(chunk):
 
 def test_serial_twins_give_the_bits_of_the_parallel_kernels(chunk):
     """The delayed trainer runs inside a parallel loop, so it calls serial twins of the parallel
-    kernels (train._forward_chunk_serial, ...): every output equal to the parallel kernel's at 2
-    threads, bit for bit."""
+    kernels (train._forward_chunk_serial, ...), with the scans in one task of all E channels as the
+    trainer calls them: every output equal to the parallel kernel's at 2 threads (channel blocks of
+    ``channel_block``), bit for bit."""
     for twin in (train._forward_chunk_serial, train._backward_chunk_serial, train._adam_step_serial):
         assert not twin.targetoptions.get("parallel"), twin
     results = {}
-    for name, forward, backward, adam, threads in (("parallel", forward_chunk, backward_chunk, adam_step, 2),
-                                                   ("serial", train._forward_chunk_serial,
-                                                    train._backward_chunk_serial, train._adam_step_serial, 2)):
+    assert chunk.sz[S_EB] < chunk.sz[S_E]
+    for name, forward, backward, adam, block in (
+            ("parallel", forward_chunk, backward_chunk, adam_step, chunk.sz[S_EB]),
+            ("serial", train._forward_chunk_serial, train._backward_chunk_serial, train._adam_step_serial,
+             chunk.sz[S_E])):
         acts, grads = copy_of(chunk.acts), copy_of(chunk.grads)
         P, M, W, sf, partial = (a.copy() for a in (chunk.P, chunk.M, chunk.W, chunk.sf, chunk.partial))
         G = np.full_like(chunk.G, np.nan)
-        on_threads(threads, forward, P, chunk.Aneg, chunk.off, chunk.sz, acts, chunk.tin)
-        on_threads(threads, backward, P, chunk.Aneg, chunk.off, chunk.sz, chunk.hy, acts, grads, chunk.tin,
-                   chunk.tout, G)
-        norm = on_threads(threads, adam, P, G, M, W, chunk.hy, sf, np.float32(0.002), partial)
+        on_threads(2, forward, P, chunk.Aneg, chunk.off, chunk.sz, acts, chunk.tin, block)
+        on_threads(2, backward, P, chunk.Aneg, chunk.off, chunk.sz, chunk.hy, acts, grads, chunk.tin,
+                   chunk.tout, G, block)
+        norm = on_threads(2, adam, P, G, M, W, chunk.hy, sf, np.float32(0.002), partial)
         results[name] = (acts, grads, (G, P, M, W, sf, partial, np.array([norm], dtype=np.float32)))
     assert differing(results["parallel"][0], results["serial"][0]) == []
     assert differing(results["parallel"][1], results["serial"][1]) == []

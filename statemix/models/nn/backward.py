@@ -18,10 +18,10 @@ import numpy as np
 
 from ..._fmath import sigmoid32
 from ..._jit import kernel, prange
-from .numerics import dot8, dot_lanes, layernorm_backward, matvec8, transpose
+from .numerics import dot8, layernorm_backward, matvec8, transpose
 from .layout import (
     ADAM_BLOCK, A_LOG, CONV_B, CONV_W, DSKIP, DT_B, DT_W, EMB, F0, F1, HEAD, HEAD_BLOCK, H_SMOOTH, LANES,
-    LNF_B, LNF_G, LN_B, LN_G, NT, S_BPTT, S_D, S_E, S_EB, S_K, S_L, S_N, S_R, S_T, S_V, T_GROUP, WIN, WOUT,
+    LNF_B, LNF_G, LN_B, LN_G, NT, S_BPTT, S_D, S_E, S_K, S_L, S_N, S_R, S_T, S_V, T_GROUP, WIN, WOUT,
     WX)
 
 
@@ -43,24 +43,45 @@ def _bwd_head(P, off, sz, hy, acts, grads, tout, t, lanes):
 
 
 @kernel(inline=True)
-def _bwd_head_input(P, off, sz, grads, t0, t1, lanes):
-    """gan[L, t] = head^T glog[t] for t0 <= t < t1: per token block of HEAD_BLOCK a lane sum
-    (:func:`dot_lanes`), the blocks added in order (the block's weights serve every position)."""
-    glog, gan = grads.glog, grads.gan
+def _bwd_head_input(sz, grads, t0, t1, acc):
+    """gan[L, t] = head^T glog[t] for t0 <= t < t1: each element the :func:`dot_lanes` of its head
+    row with glog[t] per block of HEAD_BLOCK tokens, the blocks added in order, computed for every
+    row at once.  Lane k of row d is ``acc[k, d]`` (LANES x D scratch): token v adds into lane
+    (v - v0) mod LANES, in token order, from the transposed head; then dot_lanes' tree over the lanes
+    as whole rows.  The same additions in the same order, as SIMD loops across d: about a third of
+    the time of one dot_lanes per element (bench/RESULTS.md)."""
+    glog, gan, ht = grads.glog, grads.gan, grads.head_t
     V = sz[S_V]
     D = sz[S_D]
     L = sz[S_L]
-    oh = off[L * NT + HEAD]
     for t in range(t0, t1):
+        ga = gan[L, t]
         for d in range(D):
-            gan[L, t, d] = F0
-    for v0 in range(0, V, HEAD_BLOCK):
-        v1 = min(V, v0 + HEAD_BLOCK)
-        for t in range(t0, t1):
-            gl = glog[t, v0:v1]
-            ga = gan[L, t]
+            ga[d] = F0
+        gl = glog[t]
+        for v0 in range(0, V, HEAD_BLOCK):
+            v1 = min(V, v0 + HEAD_BLOCK)
+            for k in range(LANES):
+                lane = acc[k]
+                for d in range(D):
+                    lane[d] = F0
+            for v in range(v0, v1):
+                lane = acc[(v - v0) % LANES]
+                g = gl[v]
+                w = ht[v * D:(v + 1) * D]
+                for d in range(D):
+                    lane[d] += w[d] * g
+            width = LANES // 2
+            while width >= 1:
+                for j in range(width):
+                    lane = acc[j]
+                    other = acc[j + width]
+                    for d in range(D):
+                        lane[d] += other[d]
+                width //= 2
+            lane = acc[0]
             for d in range(D):
-                ga[d] += dot_lanes(P[oh + d * V + v0:oh + d * V + v1], gl, v1 - v0, lanes)
+                ga[d] += lane[d]
 
 
 @kernel
@@ -284,6 +305,15 @@ def _wgrad_rows_e(off, sz, acts, grads, G, l, e):
 
 
 @kernel
+def _transpose_head(P, off, sz, grads):
+    """The transposed copy of the head (D x V) in grads.head_t (V x D)."""
+    D = sz[S_D]
+    V = sz[S_V]
+    oh = off[sz[S_L] * NT + HEAD]
+    transpose(P[oh:oh + D * V], D, V, grads.head_t)
+
+
+@kernel
 def _transpose_layer(P, off, sz, grads, l):
     """The transposed copies of layer l's W_out (E x D), W_x (E x R) and W_in (D x 2E) in grads."""
     D = sz[S_D]
@@ -299,8 +329,13 @@ def _transpose_layer(P, off, sz, grads, l):
 
 
 @kernel(parallel=True)
-def backward_chunk(P, Aneg, off, sz, hy, acts, grads, tin, tout, G):
-    """Fill G with the gradient of the chunk's mean smoothed cross entropy."""
+def backward_chunk(P, Aneg, off, sz, hy, acts, grads, tin, tout, G, channel_block):
+    """Fill G with the gradient of the chunk's mean smoothed cross entropy.
+
+    ``channel_block``: channels per task of the backward scan, a divisor of E.  Channels are
+    independent, so every divisor gives the same bits: the parallel kernel takes the configured
+    ``sz[S_EB]`` (tasks for threads), its serial twin E (one task: the scan in about half the time
+    of four tasks of 16 channels, bench/RESULTS.md)."""
     nrm, an = acts.nrm, acts.an
     glog, gres, gan = grads.glog, grads.gres, grads.gan
     L = sz[S_L]
@@ -308,8 +343,7 @@ def backward_chunk(P, Aneg, off, sz, hy, acts, grads, tin, tout, G):
     E = sz[S_E]
     T = sz[S_T]
     V = sz[S_V]
-    EB = sz[S_EB]
-    nb = E // EB
+    nb = E // channel_block
     n = G.shape[0]
     nblk = (n + ADAM_BLOCK - 1) // ADAM_BLOCK
     for b in prange(nblk):
@@ -319,13 +353,14 @@ def backward_chunk(P, Aneg, off, sz, hy, acts, grads, tin, tout, G):
     for t in prange(T):
         lanes = np.empty(LANES, dtype=np.float32)
         _bwd_head(P, off, sz, hy, acts, grads, tout, t, lanes)
-    for tg in prange((T + T_GROUP - 1) // T_GROUP):
-        lanes = np.empty(LANES, dtype=np.float32)
-        _bwd_head_input(P, off, sz, grads, tg * T_GROUP, min(T, (tg + 1) * T_GROUP), lanes)
-    for t in prange(T):
-        _bwd_final_ln(P, off, sz, acts, grads, t)
+    _transpose_head(P, off, sz, grads)
     for l in range(L):
         _transpose_layer(P, off, sz, grads, l)
+    for tg in prange((T + T_GROUP - 1) // T_GROUP):
+        acc = np.empty((LANES, D), dtype=np.float32)
+        _bwd_head_input(sz, grads, tg * T_GROUP, min(T, (tg + 1) * T_GROUP), acc)
+    for t in prange(T):
+        _bwd_final_ln(P, off, sz, acts, grads, t)
     ng = (T + T_GROUP - 1) // T_GROUP
     width = max(D, E)
     for l in range(L - 1, -1, -1):
@@ -335,7 +370,7 @@ def backward_chunk(P, Aneg, off, sz, hy, acts, grads, tin, tout, G):
             for t in range(tg * T_GROUP, min(T, (tg + 1) * T_GROUP)):
                 _bwd_out(P, off, sz, acts, grads, l, t, acc, dyg)
         for b in prange(nb):
-            _bwd_scan(Aneg, off, sz, acts, grads, G, l, b * EB, (b + 1) * EB)
+            _bwd_scan(Aneg, off, sz, acts, grads, G, l, b * channel_block, (b + 1) * channel_block)
         for tg in prange(ng):
             acc = np.empty((8, width), dtype=np.float32)
             ones = np.ones(E, dtype=np.float32)

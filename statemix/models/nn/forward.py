@@ -28,7 +28,7 @@ from ..._jit import kernel, prange
 from .numerics import layernorm, sum_lanes
 from .layout import (
     CONV_B, CONV_W, DSKIP, DT_B, DT_W, EMB, F0, F1, HEAD, HEAD_BLOCK, LANES, LNF_B, LNF_G, LN_B, LN_G, NT,
-    S_D, S_E, S_EB, S_K, S_L, S_N, S_R, S_T, S_V, WIN, WOUT, WX)
+    S_D, S_E, S_K, S_L, S_N, S_R, S_T, S_V, WIN, WOUT, WX)
 
 
 @kernel(inline=True)
@@ -268,17 +268,18 @@ def forward_position(P, Aneg, off, sz, acts, tin, t, lanes):
 
 
 @kernel(parallel=True)
-def forward_chunk(P, Aneg, off, sz, acts, tin):
+def forward_chunk(P, Aneg, off, sz, acts, tin, channel_block):
     """Forward pass over the whole chunk from the state at chunk start, parallel where independent.
 
     Every output element is computed by the same per-position code as :func:`forward_position`, so
-    the results are bit-identical to the coding pass whatever the partition.
+    the results are bit-identical to the coding pass whatever the partition.  ``channel_block``:
+    channels per task of the scan, a divisor of E (the parallel kernel takes ``sz[S_EB]``, its
+    serial twin E: see :func:`.backward.backward_chunk`).
     """
     L = sz[S_L]
     E = sz[S_E]
     T = sz[S_T]
-    EB = sz[S_EB]
-    nb = E // EB
+    nb = E // channel_block
     for t in prange(T):
         _embed(P, off, sz, acts, tin, t)
     for l in range(L):
@@ -289,7 +290,7 @@ def forward_chunk(P, Aneg, off, sz, acts, tin):
             _fwd_xproj(P, off, sz, acts, l, t)
         for b in prange(nb):
             for t in range(T):
-                _fwd_scan(P, Aneg, off, sz, acts, l, t, b * EB, (b + 1) * EB)
+                _fwd_scan(P, Aneg, off, sz, acts, l, t, b * channel_block, (b + 1) * channel_block)
         for t in prange(T):
             _fwd_out(P, off, sz, acts, l, t)
     V = sz[S_V]

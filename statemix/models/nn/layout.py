@@ -75,8 +75,9 @@ Net = namedtuple("Net", "P G M W Aneg off sz hy st sf partial saved_h saved_x ti
 Acts = namedtuple("Acts", "res nrm rstd an xh z cpre xs pj dtpre dt hs dA y yg logits probs lse")
 #: Gradients with respect to the activations of one chunk, and the backward pass's transposed copies
 #: of each layer's W_out, W_x and W_in (``wout_t[l, d * E + e]`` = W_out[e, d], and so on: see
-#: :func:`.numerics.matvec8`), written at the start of every backward pass.
-Grads = namedtuple("Grads", "glog gres gan gxz gy gxs gp gdtpre gc qb wout_t wx_t win_t")
+#: :func:`.numerics.matvec8`) and of the head (``head_t[v * D + d]`` = head[d, v]), written at the
+#: start of every backward pass.
+Grads = namedtuple("Grads", "glog gres gan gxz gy gxs gp gdtpre gc qb wout_t wx_t win_t head_t")
 
 
 def layout(config) -> tuple[np.ndarray, int]:
@@ -217,4 +218,4 @@ def new_gradients(config):
             np.zeros((L, T, 2 * E), f), np.zeros((L, T, E), f), np.zeros((L, T, E), f),
             np.zeros((L, T, R), f), np.zeros((L, T, E), f), np.zeros((L, T, E), f),
             np.zeros((L, T, N, E), f), np.zeros((L, D * E), f), np.zeros((L, R * E), f),
-            np.zeros((L, 2 * E * D), f))
+            np.zeros((L, 2 * E * D), f), np.zeros(V * D, f))

@@ -31,7 +31,7 @@ from ..._jit import kernel, prange, serial_twin
 from .numerics import dot_lanes
 from .layout import (
     ADAM_BLOCK, A_LOG, F0, F1, H_B1, H_B2, H_CLIP, H_EPS, H_LR, H_LR_HALF, H_LR_MIN, LANES, NT, SF_B1T,
-    SF_B2T, ST_CHUNK, ST_PENDING, ST_POS, ST_PREV, ST_STEPS, S_DELAY, S_E, S_IT_A, S_IT_B, S_IT_C, S_K,
+    SF_B2T, ST_CHUNK, ST_PENDING, ST_POS, ST_PREV, ST_STEPS, S_DELAY, S_E, S_EB, S_IT_A, S_IT_B, S_IT_C, S_K,
     S_L, S_N, S_N_A, S_N_B, S_T)
 from .forward import forward_chunk
 from .backward import backward_chunk
@@ -131,15 +131,15 @@ def _iterate(net, acts, grads, tin, tout, coded_first, serial):
     iters = _iterations(sz, chunk)
     lr = _learning_rate(hy, chunk)
     for it in range(iters):
-        if serial:
+        if serial:  # the scans in one task of all E channels
             if it > 0 or not coded_first:
-                _forward_chunk_serial(P, Aneg, off, sz, acts, tin)
-            _backward_chunk_serial(P, Aneg, off, sz, hy, acts, grads, tin, tout, G)
+                _forward_chunk_serial(P, Aneg, off, sz, acts, tin, sz[S_E])
+            _backward_chunk_serial(P, Aneg, off, sz, hy, acts, grads, tin, tout, G, sz[S_E])
             _adam_step_serial(P, G, M, W, hy, sf, lr, net.partial)
         else:
             if it > 0 or not coded_first:
-                forward_chunk(P, Aneg, off, sz, acts, tin)
-            backward_chunk(P, Aneg, off, sz, hy, acts, grads, tin, tout, G)
+                forward_chunk(P, Aneg, off, sz, acts, tin, sz[S_EB])
+            backward_chunk(P, Aneg, off, sz, hy, acts, grads, tin, tout, G, sz[S_EB])
             adam_step(P, G, M, W, hy, sf, lr, net.partial)
         refresh_a(P, off, sz, Aneg)
         st[ST_STEPS] += 1
