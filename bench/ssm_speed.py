@@ -176,19 +176,21 @@ def main() -> int:
     print(f"peak (c = c * a + b, float32, no FMA, one thread): {peak:.2f} GFLOP/s")
     print(f"{'phase':<18}{'flop/call':>12}{'ms/call':>10}{'GFLOP/s':>9}{'of peak':>9}{'calls/byte':>12}"
           f"{'us/byte':>9}")
-    total_flops = total_seconds = training = 0.0
+    total_flops = total_seconds = training = training_flops = 0.0
     for name, flops in counts.items():
         per_call = seconds[name]
         rate = flops / per_call / 1e9
         per_byte = per_chunk[name] / T
         total_flops += flops * per_byte
         total_seconds += per_call * per_byte
-        training += 0.0 if name == "forward_position" else per_call * per_byte
+        if name != "forward_position":
+            training += per_call * per_byte
+            training_flops += flops * per_byte
         print(f"{name:<18}{flops:>12,.0f}{per_call * 1e3:>10.4f}{rate:>9.2f}{rate / peak:>9.1%}{per_byte:>12.4f}"
               f"{per_call * per_byte * 1e6:>9.2f}")
-    rate = total_flops / total_seconds / 1e9
-    print(f"{'per byte (SSM)':<18}{total_flops:>12,.0f}{total_seconds * 1e3:>10.4f}{rate:>9.2f}{rate / peak:>9.1%}"
-          f"{'':>12}{total_seconds * 1e6:>9.2f}")
+    for label, flops, secs in (("training", training_flops, training), ("per byte (SSM)", total_flops, total_seconds)):
+        rate = flops / secs / 1e9
+        print(f"{label:<18}{flops:>12,.0f}{secs * 1e3:>10.4f}{rate:>9.2f}{rate / peak:>9.1%}{'':>12}{secs * 1e6:>9.2f}")
     if sz.delay:
         print(f"with the delay, on two threads: coding {(total_seconds - training) * 1e6:.2f} us/byte of SSM "
               f"(plus the count models and the coder), training {training * 1e6:.2f} us/byte")
