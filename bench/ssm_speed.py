@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The SSM's arithmetic throughput against what one core reaches: where its time goes, per phase.
 
-Usage: python bench/ssm_speed.py [FILE] [--preset mix] [--reps 50] [--threads 1]
+Usage: python bench/ssm_speed.py [FILE] [--preset mix] [--set KEY=INT ...] [--reps 50] [--threads 1]
 
 The SSM (statemix.models.nn) does four things per chunk of T tokens: T position-by-position forward
 passes while coding (``forward_position``), then, per training iteration, a forward pass over the
@@ -40,6 +40,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -150,8 +151,14 @@ def main() -> int:
     parser.add_argument("--preset", default="mix", choices=sorted(ssm.PRESETS))
     parser.add_argument("--reps", type=int, default=50)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--set", action="append", default=[], metavar="KEY=INT",
+                        help="change an integer field of the preset (chunk=16, say)")
     args = parser.parse_args()
     config = ssm.PRESETS[args.preset]
+    changes = {key: int(value) for key, _, value in (item.partition("=") for item in args.set)}
+    if changes:
+        config = replace(config, preset=0, **changes)
+        config.validate()
     if args.file:
         data = Path(args.file).read_bytes()[: 1 << 16]
     else:
