@@ -18,7 +18,7 @@ import numpy as np
 
 from ..._fmath import sigmoid32
 from ..._jit import kernel, prange
-from .numerics import dot8, layernorm_backward, matvec8, transpose
+from .numerics import dot8, layernorm_backward, matvec8, matvec_lanes, transpose
 from .layout import (
     ADAM_BLOCK, A_LOG, CONV_B, CONV_W, DSKIP, DT_B, DT_W, EMB, F0, F1, HEAD, HEAD_BLOCK, H_SMOOTH, LANES,
     LNF_B, LNF_G, LN_B, LN_G, NT, S_BPTT, S_D, S_E, S_K, S_L, S_N, S_R, S_T, S_V, T_GROUP, WIN, WOUT,
@@ -43,13 +43,10 @@ def _bwd_head(P, off, sz, hy, acts, grads, tout, t, lanes):
 
 
 @kernel(inline=True)
-def _bwd_head_input(sz, grads, t0, t1, acc):
-    """gan[L, t] = head^T glog[t] for t0 <= t < t1: each element the :func:`dot_lanes` of its head
-    row with glog[t] per block of HEAD_BLOCK tokens, the blocks added in order, computed for every
-    row at once.  Lane k of row d is ``acc[k, d]`` (LANES x D scratch): token v adds into lane
-    (v - v0) mod LANES, in token order, from the transposed head; then dot_lanes' tree over the lanes
-    as whole rows.  The same additions in the same order, as SIMD loops across d: about a third of
-    the time of one dot_lanes per element (bench/RESULTS.md)."""
+def _bwd_head_input(sz, grads, t0, t1, acc, part):
+    """gan[L, t] = head^T glog[t] for t0 <= t < t1: per block of HEAD_BLOCK tokens a lane sum
+    (:func:`matvec_lanes` over the transposed head, every element as :func:`dot_lanes` gives it),
+    the blocks added in order.  ``acc`` (LANES x D) and ``part`` (D) are scratch."""
     glog, gan, ht = grads.glog, grads.gan, grads.head_t
     V = sz[S_V]
     D = sz[S_D]
@@ -58,30 +55,11 @@ def _bwd_head_input(sz, grads, t0, t1, acc):
         ga = gan[L, t]
         for d in range(D):
             ga[d] = F0
-        gl = glog[t]
         for v0 in range(0, V, HEAD_BLOCK):
             v1 = min(V, v0 + HEAD_BLOCK)
-            for k in range(LANES):
-                lane = acc[k]
-                for d in range(D):
-                    lane[d] = F0
-            for v in range(v0, v1):
-                lane = acc[(v - v0) % LANES]
-                g = gl[v]
-                w = ht[v * D:(v + 1) * D]
-                for d in range(D):
-                    lane[d] += w[d] * g
-            width = LANES // 2
-            while width >= 1:
-                for j in range(width):
-                    lane = acc[j]
-                    other = acc[j + width]
-                    for d in range(D):
-                        lane[d] += other[d]
-                width //= 2
-            lane = acc[0]
+            matvec_lanes(ht[v0 * D:v1 * D], glog[t, v0:v1], v1 - v0, D, acc, part)
             for d in range(D):
-                ga[d] += lane[d]
+                ga[d] += part[d]
 
 
 @kernel
@@ -358,7 +336,8 @@ def backward_chunk(P, Aneg, off, sz, hy, acts, grads, tin, tout, G, channel_bloc
         _transpose_layer(P, off, sz, grads, l)
     for tg in prange((T + T_GROUP - 1) // T_GROUP):
         acc = np.empty((LANES, D), dtype=np.float32)
-        _bwd_head_input(sz, grads, tg * T_GROUP, min(T, (tg + 1) * T_GROUP), acc)
+        part = np.empty(D, dtype=np.float32)
+        _bwd_head_input(sz, grads, tg * T_GROUP, min(T, (tg + 1) * T_GROUP), acc, part)
     for t in prange(T):
         _bwd_final_ln(P, off, sz, acts, grads, t)
     ng = (T + T_GROUP - 1) // T_GROUP
