@@ -174,23 +174,45 @@ def kernel(function=None, *, parallel: bool = False, inline: bool = False):
     return compile_ if function is None else compile_(function)
 
 
+def _copy(base, suffix: str, replaced: dict):
+    """A copy of ``base``'s Python function named ``<name>_<suffix>``, reading ``replaced`` instead of
+    those of its module's globals (the module's other globals as they are now).  numba's cache names
+    its entries by the qualified name and does not record the options, so a copy of the same name
+    would load the original's entry."""
+    fn = base.py_func
+    namespace = fn.__globals__ if not replaced else {**fn.__globals__, **replaced}
+    copy = types.FunctionType(fn.__code__, namespace, f"{fn.__name__}_{suffix}", fn.__defaults__, fn.__closure__)
+    copy.__qualname__ = f"{fn.__qualname__}_{suffix}"
+    copy.__module__ = fn.__module__
+    copy.__doc__ = fn.__doc__
+    return copy
+
+
 def serial_twin(parallel_kernel):
     """``parallel_kernel`` compiled once more without parallel regions (every ``prange`` a plain loop).
 
     For code that itself runs inside a ``prange`` body: a parallel kernel called there is a nested
     launch, which numba's workqueue threading layer refuses by ending the process.  The twin computes
     every output with the same code in the same order (a ``prange`` runs over independent outputs),
-    so it gives the same bits.  It is a copy of the Python function under another qualified name:
-    numba's cache names its entries by that name and does not record the ``parallel`` option, so a
-    twin of the same name would load the parallel kernel's entry.
+    so it gives the same bits.
     """
-    fn = parallel_kernel.py_func
-    twin = types.FunctionType(fn.__code__, fn.__globals__, fn.__name__ + "_serial", fn.__defaults__,
-                              fn.__closure__)
-    twin.__qualname__ = fn.__qualname__ + "_serial"
-    twin.__module__ = fn.__module__
-    twin.__doc__ = fn.__doc__
-    return kernel(twin)
+    return kernel(_copy(parallel_kernel, "serial", {}))
+
+
+def variant(base, suffix: str, **replaced):
+    """``base`` compiled once more with some of the kernels it calls replaced (by keyword: the name
+    it calls, the kernel to call instead), with ``base``'s own options.
+
+    For a path that a runtime flag never takes in some callers but that numba compiles anyway: cm's
+    loop without the SSM compiles no SSM training (about 190 of its 380 s of compiling), by calling
+    variants down to the one call that trains.  Every name a variant replaces must be defined when
+    the variant is made (its module's globals are read then).
+    """
+    missing = [name for name in replaced if name not in base.py_func.__globals__]
+    if missing:
+        raise NameError(f"{base.py_func.__qualname__} reads no global {missing}")
+    return kernel(_copy(base, suffix, replaced), parallel=bool(base.targetoptions.get("parallel")),
+                  inline=base.targetoptions.get("inline") == "always")
 
 
 prange = numba.prange

@@ -200,3 +200,22 @@ def test_a_kernel_compiled_against_a_cached_parallel_callee_loads_from_the_cache
         assert done.returncode == 0, (caller, done.returncode, done.stderr[-500:])
         outputs.append(float(done.stdout))
     assert outputs == [880.0, 881.0, 881.0, 880.0]
+
+
+def test_cm_without_the_ssm_compiles_stubs_in_place_of_the_ssm():
+    """cm's loop for models without the SSM (levels 1 and 2) is a variant whose SSM calls are stubs
+    (half its compile time): given an SSM source anyway, it must stop at the first one, not train."""
+    import pytest
+    from statemix.models import cm
+
+    assert cm.run_range_no_ssm.py_func.__code__ is cm.run_range.py_func.__code__
+    model = cm.Model(cm.Config(12, 16, contexts=2, mixers=1, apms=1, kinds=(0, 1), source=2))
+    assert model.source.uses_ssm
+    data = np.frombuffer(b"an SSM source", dtype=np.uint8).copy()
+    coded = np.zeros(64, dtype=np.uint8)
+    tables = cm.Tables(model.counters, model.states, model.weights, model.apm, model.hist, model.mtable,
+                       model.aux, model.lut, model.inputs)
+    cm.enc_init(model.rc)
+    with pytest.raises(RuntimeError, match="without the SSM"):
+        cm.run_range_no_ssm(cm.ENCODE, data, coded, model.rc, model.state, tables, model.source.arrays(),
+                            cm._NO_TRACE, cm._NO_STAGES, 0, len(data))

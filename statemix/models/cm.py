@@ -58,7 +58,7 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 
-from .._jit import kernel, threads_at_most
+from .._jit import kernel, threads_at_most, variant
 from ..coder import dec_bit, dec_init, enc_bit, enc_finish, enc_init
 from ..coder import new_state as new_coder_state
 from ..quantize import binary_frequency
@@ -66,7 +66,7 @@ from . import presets
 from ._snapshot import put_back, take
 from .bit import contexts, distribution, image, instructions, match, mixer, record, sse, text
 from .bit.contexts import bucket, context_hash, find_bucket
-from .bit.distribution import source_begin, source_input, source_learn
+from .bit.distribution import source_begin, source_begin_no_ssm, source_input, source_learn, source_learn_no_ssm
 from .bit.hashing import mix_hash, order6_hash
 from .bit.match import match_expected, match_predict, match_state, match_train, match_update
 from .bit.mixer import final_set, mixer_predict, mixer_select, mixer_update
@@ -351,6 +351,11 @@ def run_range(mode, data, coded, rc, st, tb, src, trace, stages, start, end):
             data[i] = st[HIST4] & 0xFF
         if st[SOURCE]:
             source_learn(src, st[HIST4] & 0xFF)
+
+
+#: :func:`run_range` for a model without the SSM (no source, or the count models' source): the same
+#: loop, compiled without the SSM's passes (half the compiling; .tokenloop's variants say why)
+run_range_no_ssm = variant(run_range, "no_ssm", source_begin=source_begin_no_ssm, source_learn=source_learn_no_ssm)
 
 
 RECORD_LIST = b"\x00\x01"  # a record with a component list starts so (a first record's table_bits is >= 12)
@@ -638,12 +643,13 @@ class Model:
         source = self.source.arrays() if self.source is not None else _no_source()
         uses_ssm = self.source is not None and self.source.uses_ssm
         staging = self._stage_sink is not None and mode == ENCODE
+        loop = run_range if uses_ssm else run_range_no_ssm
         # the SSM source runs on one thread inside cm's byte loop: measured not to pay before the
         # SIMD backward pass, not measured since (--model ssm's byte models now use every thread)
         with threads_at_most(1) if uses_ssm else contextlib.nullcontext():
             for start, end in timed_steps(n, STEP_BYTES_STAGES if staging else STEP_BYTES_MOST):
                 stages = np.zeros((end - start, STAGE_ROWS, 256), dtype=np.float32) if staging else _NO_STAGES
-                run_range(mode, data, coded, self.rc, self.state, tables, source, trace, stages, start, end)
+                loop(mode, data, coded, self.rc, self.state, tables, source, trace, stages, start, end)
                 if staging:
                     self._stage_sink(self._stage_step(data, start, end, stages))
                 if progress is not None:

@@ -24,7 +24,7 @@ from __future__ import annotations
 import numpy as np
 
 from .._fmath import F1, LANES, log32, sum_lanes
-from .._jit import kernel, prange
+from .._jit import kernel, prange, variant
 from ..coder import dec_symbol, enc_encode
 from ..quantize import quantize_logits
 from . import tokenmix
@@ -242,3 +242,25 @@ def _code_tokens(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts
             sym = np.int64(data[i])
             tokenmix.gather(ts, sz[S_TABLE_BITS])
             learn_token(net, acts, grads, acts_t, counts, lc, ts, ex, t, sym, False, train)
+
+
+# Without the SSM (``use_ssm`` = 0) the SSM's passes never run, yet numba compiles every call it
+# finds: cm's loop compiled the SSM's whole training (about half of its 380 s of compiling) for the
+# count models alone.  These variants of the two steps cm's byte-distribution source calls have the
+# SSM's calls replaced by stubs that are never reached (run with an SSM, they stop with an error).
+
+
+@kernel(inline=True)
+def _no_forward(P, Aneg, off, sz, acts, tin, t, lanes):
+    raise RuntimeError("statemix: an SSM pass in a kernel compiled without the SSM")
+
+
+@kernel(inline=True)
+def _no_training(net, acts, grads, acts_t):
+    raise RuntimeError("statemix: SSM training in a kernel compiled without the SSM")
+
+
+#: :func:`predict_token` and :func:`learn_token` compiled without the SSM (for ``use_ssm`` = 0 only)
+predict_token_no_ssm = variant(predict_token, "no_ssm", forward_position=_no_forward)
+learn_token_no_ssm = variant(learn_token, "no_ssm",
+                             end_position=variant(end_position, "no_ssm", finish_chunk=_no_training))

@@ -32,10 +32,10 @@ from dataclasses import replace
 import numpy as np
 
 from ..._fmath import LANES
-from ..._jit import kernel
+from ..._jit import kernel, variant
 from .. import ssm_config
 from ..ssm import Model as SsmModel
-from ..tokenloop import learn_token, predict_token
+from ..tokenloop import learn_token, learn_token_no_ssm, predict_token, predict_token_no_ssm
 
 SOURCE_NONE, SOURCE_COUNTS, SOURCE_SSM = 0, 1, 2
 PRESETS = {SOURCE_COUNTS: "counts", SOURCE_SSM: "mix"}
@@ -115,3 +115,8 @@ def source_learn(src, byte):
     """Learn the coded ``byte`` (after its last bit)."""
     learn_token(src.net, src.acts, src.grads, src.acts, src.counts, src.lc, src.ts, src.ex, src.at[0], byte, True,
                 True)
+
+
+#: the two steps for a source without the SSM, and for none (see :data:`.tokenloop.learn_token_no_ssm`)
+source_begin_no_ssm = variant(source_begin, "no_ssm", predict_token=predict_token_no_ssm)
+source_learn_no_ssm = variant(source_learn, "no_ssm", learn_token=learn_token_no_ssm)
