@@ -146,7 +146,7 @@ def _iterate(net, acts, grads, tin, tout, coded_first, serial):
     st[ST_CHUNK] = chunk + 1
 
 
-@kernel
+@kernel(inline=True)
 def train_chunk(net, acts, grads):
     """Train on the chunk just seen (``net.tin`` inputs, ``net.tout`` targets); the activations of
     the position-by-position pass serve the first iteration."""
@@ -194,7 +194,7 @@ def hand_over(net, acts, acts_t):
     net.st[ST_PENDING] = 1
 
 
-@kernel
+@kernel(inline=True)
 def finish_chunk(net, acts, grads, acts_t):
     """What follows the last position of a chunk: train on it (no delay), or train on the chunk
     still pending and hand this one over (delay 1)."""
@@ -226,16 +226,16 @@ def begin_position(net):
     return t
 
 
-@kernel
+@kernel(inline=True)
 def end_position(net, acts, grads, acts_t, t, token, train):
     """Record ``token`` as the target of position ``t``; at the end of a chunk, :func:`finish_chunk`
     if ``train`` (else only start the next chunk: a caller that trains beside the coding finishes
     the chunk itself).  ``acts_t``: the delayed trainer's activations (``acts`` without a delay)."""
     net.tout[t] = token
     net.st[ST_PREV] = token
-    t += 1
-    if t == net.sz[S_T]:
+    following = t + 1
+    if following == net.sz[S_T]:
         if train:
             finish_chunk(net, acts, grads, acts_t)
-        t = 0
-    net.st[ST_POS] = t
+        following = 0
+    net.st[ST_POS] = following
