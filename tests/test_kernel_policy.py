@@ -261,3 +261,20 @@ def test_cm_without_the_ssm_compiles_stubs_in_place_of_the_ssm():
     with pytest.raises(RuntimeError, match="without the SSM"):
         cm.run_range_no_ssm(cm.ENCODE, data, coded, model.rc, model.state, tables, model.source.arrays(),
                             cm._NO_TRACE, cm._NO_STAGES, 0, len(data))
+
+
+def test_a_kernel_called_with_constants_compiles_once():
+    """Literal arguments are widened: a kernel called with True and with False is one compile (each
+    compile of a kernel links and optimizes again everything it calls)."""
+
+    @_jit.kernel
+    def pick(a, flag):
+        return a + (1 if flag else 2)
+
+    @_jit.kernel
+    def both(a):
+        return pick(a, True) * 10 + pick(a, False)
+
+    assert both(1) == 23
+    assert [str(t) for t in pick.signatures[0]] == ["int64", "bool"]
+    assert len(pick.signatures) == 1
