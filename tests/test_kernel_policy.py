@@ -278,3 +278,13 @@ def test_a_kernel_called_with_constants_compiles_once():
     assert both(1) == 23
     assert [str(t) for t in pick.signatures[0]] == ["int64", "bool"]
     assert len(pick.signatures) == 1
+
+
+def test_subprocesses_run_the_statemix_this_process_runs(tmp_path):
+    """numba caches kernels per source path: a test process running the checkout's copy while the
+    command lines it starts run the installed one compiles every kernel twice (CI ran over its 90
+    minutes so).  The README's test command, ``python -P -m pytest``, keeps the checkout off sys.path."""
+    script = "import statemix; print(statemix.__file__)"
+    out = subprocess.run([sys.executable, "-c", script], cwd=tmp_path, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert Path(out).resolve() == Path(statemix.__file__).resolve()
