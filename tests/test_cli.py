@@ -25,7 +25,8 @@ import statemix
 from conftest import SHARED_DATA, shared_file, shared_files, text_sample
 
 CLI = [sys.executable, "-m", "statemix_cli"]
-TIMEOUT = 300
+#: a guard against a hung command, long enough for a first run that compiles level 3 on a slow machine
+TIMEOUT = 1200
 
 TEXT = text_sample(20_000, seed=2)
 #: text then random bytes: the random half makes the compressor try zstandard beside the model
