@@ -138,18 +138,6 @@ class _CacheForTopLevel:
         return getattr(self._cache, name)
 
 
-def _unliteral(sig):
-    """``sig`` with its literal argument types widened (``Literal[bool](True)`` to ``bool``).
-
-    numba types a constant argument as a literal and compiles a kernel once per literal it is called
-    with: ``_code_tokens(..., True)`` and ``(..., False)`` were two compiles, each linking and
-    optimizing again everything the kernel calls (the SSM's whole training, about 17 s a time).
-    Kernels here never need a literal argument, so each compiles once per argument type."""
-    if isinstance(sig, tuple):
-        return tuple(numba.types.unliteral(t) for t in sig)
-    return sig
-
-
 def _counting_compiles(dispatcher):
     """Make ``dispatcher`` count, in _COMPILING, the compiles it is in (see _CacheForTopLevel)."""
     compile_ = dispatcher.compile
@@ -158,7 +146,7 @@ def _counting_compiles(dispatcher):
     def compile(sig):
         _COMPILING.depth += 1
         try:
-            return compile_(_unliteral(sig))
+            return compile_(sig)
         finally:
             _COMPILING.depth -= 1
 

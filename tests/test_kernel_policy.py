@@ -117,7 +117,8 @@ def test_no_kernel_contains_fma():
     tests compiled, or loaded from the cache, are the ones checked; none is compiled twice."""
     run_every_kernel()
     unused = [d.py_func.__module__ + "." + d.py_func.__qualname__ for d in _jit.KERNELS
-              if not d.signatures and d.targetoptions.get("inline") != "always"]
+              if not d.signatures and d.targetoptions.get("inline") != "always"
+              and d.py_func.__module__.startswith("statemix.")]  # not the tests' own kernels
     assert unused == []  # an inlined helper is compiled (and checked) inside its callers
     assert fused_kernels(_jit.KERNELS) == []
 
@@ -261,23 +262,6 @@ def test_cm_without_the_ssm_compiles_stubs_in_place_of_the_ssm():
     with pytest.raises(RuntimeError, match="without the SSM"):
         cm.run_range_no_ssm(cm.ENCODE, data, coded, model.rc, model.state, tables, model.source.arrays(),
                             cm._NO_TRACE, cm._NO_STAGES, 0, len(data))
-
-
-def test_a_kernel_called_with_constants_compiles_once():
-    """Literal arguments are widened: a kernel called with True and with False is one compile (each
-    compile of a kernel links and optimizes again everything it calls)."""
-
-    @_jit.kernel
-    def pick(a, flag):
-        return a + (1 if flag else 2)
-
-    @_jit.kernel
-    def both(a):
-        return pick(a, True) * 10 + pick(a, False)
-
-    assert both(1) == 23
-    assert [str(t) for t in pick.signatures[0]] == ["int64", "bool"]
-    assert len(pick.signatures) == 1
 
 
 def test_subprocesses_run_the_statemix_this_process_runs(tmp_path):
