@@ -142,13 +142,12 @@ def test_the_fma_scan_finds_a_fused_multiply_add():
 
 
 def test_the_fma_pattern_knows_every_fused_instruction():
-    pattern = FMA_PATTERN
     for line in ("vfmadd231ps %ymm1, %ymm2, %ymm0", "vfnmsub213sd %xmm1, %xmm2, %xmm3", "fmadd s0, s1, s2, s3",
                  "fnmsub d0, d1, d2, d3", "fmla v0.4s, v1.4s, v2.4s", "fmls v0.2d, v1.2d, v2.2d",
                  "xvmaddasp 0, 1, 2", "fmadds 1, 2, 3, 4"):
-        assert pattern.search(line), line
+        assert FMA_PATTERN.search(line), line
     for line in ("vmulps %ymm1, %ymm2, %ymm0", "vaddss %xmm0, %xmm1, %xmm1", "fmul s0, s1, s2", "fadd v0.4s, v1.4s"):
-        assert not pattern.search(line), line
+        assert not FMA_PATTERN.search(line), line
 
 
 def test_svml_is_disabled():
