@@ -56,6 +56,7 @@ import numpy as np
 
 from .._fmath import exp32, log32
 from .._jit import kernel
+from .bit.hashing import wrapping_add, wrapping_mul
 
 MIX_PRIOR, MIX_REFERENCE, MIX_LEARNED = 0, 1, 2
 
@@ -183,9 +184,9 @@ def _context_hashes(orders, history, pos, ctx):
     for back in range(1, orders[N_ORDERS - 1] + 1):
         if back > pos:
             break
-        h = (h + np.int64(history[(pos - back) & mask]) + 1) * HASH_MUL
+        h = wrapping_mul(wrapping_add(h, np.int64(history[(pos - back) & mask]) + 1), HASH_MUL)
         if back == orders[o]:
-            ctx[o] = (h ^ (np.int64(o + 1) * ORDER_MUL)) * HASH_MUL | 1
+            ctx[o] = wrapping_mul(h ^ wrapping_mul(np.int64(o + 1), ORDER_MUL), HASH_MUL) | 1
             o += 1
     while o < N_ORDERS:
         ctx[o] = 0
@@ -458,7 +459,7 @@ def update(sym, bits, ts):
     if pos >= MATCH_MIN:
         h = np.int64(0)
         for back in range(1, MATCH_MIN + 1):
-            h = (h + np.int64(history[(pos - back) & mask]) + 1) * HASH_MUL
+            h = wrapping_mul(wrapping_add(h, np.int64(history[(pos - back) & mask]) + 1), HASH_MUL)
         slot_m = _home(h, _match_bits(bits))
         if ist[I_MLEN] == 0:
             cand = match_table[slot_m]

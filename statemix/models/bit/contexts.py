@@ -66,7 +66,7 @@ import numpy as np
 
 from ..._jit import kernel
 from . import image, instructions, record, text
-from .hashing import mix_hash, order6_hash
+from .hashing import mix_hash, order6_hash, wrapping_add
 from .tables import LUT_SEEN
 
 #: context kind id -> name, in id order (the order of the first records: see cm.Config)
@@ -103,7 +103,7 @@ def context_hash(kind, c4, c8, st, t0, r0, i0, aux, hist, hist_mask, pos):
         if kind == 5:
             return mix_hash(c4 | ((c8 & 0xFF) << 32), 5 << 40)
         if kind == 6:
-            return mix_hash(st[t0 + text.WORD0] + mix_hash(st[t0 + text.WORD1], 11 << 40), 10 << 40)
+            return mix_hash(wrapping_add(st[t0 + text.WORD0], mix_hash(st[t0 + text.WORD1], 11 << 40)), 10 << 40)
         if kind == 7:
             return mix_hash(c4 & 0xFFFF00, 12 << 40)
         if kind == 8:
@@ -111,10 +111,11 @@ def context_hash(kind, c4, c8, st, t0, r0, i0, aux, hist, hist_mask, pos):
         return mix_hash(c4 & 0xFF, 1 << 40)
     c1 = c4 & 0xFF
     if kind == 10:
-        return mix_hash(st[t0 + text.WORD0] + mix_hash(st[t0 + text.WORD1] + mix_hash(st[t0 + text.WORD2], 11 << 40),
-                                                        11 << 40), 13 << 40)
+        return mix_hash(wrapping_add(st[t0 + text.WORD0],
+                                     mix_hash(wrapping_add(st[t0 + text.WORD1], mix_hash(st[t0 + text.WORD2], 11 << 40)),
+                                              11 << 40)), 13 << 40)
     if kind == 11:
-        return mix_hash(st[t0 + text.WORD0] + mix_hash(st[t0 + text.WORD2], 11 << 40), 14 << 40)
+        return mix_hash(wrapping_add(st[t0 + text.WORD0], mix_hash(st[t0 + text.WORD2], 11 << 40)), 14 << 40)
     if kind == 12 or kind == 13 or kind == 20:
         line = st[t0 + text.LINE]
         column = pos - line
@@ -145,7 +146,7 @@ def context_hash(kind, c4, c8, st, t0, r0, i0, aux, hist, hist_mask, pos):
     if kind == 17:
         return mix_hash(st[t0 + text.CLASSES], 20 << 40)
     if kind == 18:
-        return mix_hash(st[t0 + text.WORD0] + (st[t0 + text.CLASSES] & 63), 21 << 40)
+        return mix_hash(wrapping_add(st[t0 + text.WORD0], st[t0 + text.CLASSES] & 63), 21 << 40)
     return mix_hash(c4 & 0xFF00FF, 22 << 40)
 
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._jit import kernel
+from .hashing import wrapping_mul
 from .tables import stretch
 
 APM_RATE = 6  # APM update: moves 2**-APM_RATE of the way to the target
@@ -38,6 +39,10 @@ def initial_apm(n_apm: int, records: bool = False) -> np.ndarray:
     return np.zeros(rows(n_apm, records) * BUCKETS, dtype=np.int32)
 
 
+#: the APM keys' multiplier (2**32 / golden ratio)
+_GOLDEN32 = np.int64(0x9E3779B1)
+
+
 @kernel(inline=True)
 def _initial(lut, bucket):
     """A bucket's initial P(1) (units of 2**-16): squash of its centre, ``(bucket - 16) * 128``."""
@@ -54,11 +59,11 @@ def apm_predict(apm, st, a0, n_apm, p_mix, c0, c1, hist4, expected, window, lut)
     position = (stretch(lut, p_mix) + 2048) * 32
     low = position >> 12
     weight = position & 4095
-    order2 = ((((hist4 & 0xFFFF) << 8) | c0) * np.int64(0x9E3779B1) >> 20) & 0xFFFF
+    order2 = (wrapping_mul(((hist4 & 0xFFFF) << 8) | c0, _GOLDEN32) >> 20) & 0xFFFF
     p_apm = np.int64(0)
     for a in range(n_apm):
         if a == 0 and window >= 0:
-            key = n_apm * 65536 + (256 if n_apm >= 3 else 0) + ((((window << 8) | c0) * np.int64(0x9E3779B1) >> 20) & 0xFFFF)
+            key = n_apm * 65536 + (256 if n_apm >= 3 else 0) + ((wrapping_mul((window << 8) | c0, _GOLDEN32) >> 20) & 0xFFFF)
         elif a == 0:
             key = (c1 << 8) + c0
         elif a == 1:
@@ -66,7 +71,7 @@ def apm_predict(apm, st, a0, n_apm, p_mix, c0, c1, hist4, expected, window, lut)
         elif a == 2:
             key = 2 * 65536 + ((expected << 8) + c0 if expected >= 0 else 65536 + c0)
         else:
-            key = 3 * 65536 + 256 + (((((hist4 & 0xFFFFFF) << 8) | c0) * np.int64(0x9E3779B1) >> 20) & 0xFFFF)
+            key = 3 * 65536 + 256 + ((wrapping_mul(((hist4 & 0xFFFFFF) << 8) | c0, _GOLDEN32) >> 20) & 0xFFFF)
         row = key * BUCKETS + low
         below = np.int64(apm[row]) + _initial(lut, low)
         above = np.int64(apm[row + 1]) + _initial(lut, low + 1)
