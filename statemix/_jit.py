@@ -17,8 +17,9 @@ on any machine (see the project's determinism notes):
   fingerprint of statemix's whole source (:func:`source_fingerprint`).  numba's own cache checks
   only the file that defines a kernel, so a kernel whose callee in another file changed (an inlined
   helper, or a kernel it calls) would otherwise be loaded stale: wrong output, or a crash.  Older
-  fingerprints' subdirectories are removed once unused for a week.  When no directory can be
-  written, kernels are compiled without a cache rather than failing.  A kernel is loaded from the
+  fingerprints' subdirectories are removed once unused for a week.  The chosen base is exported as
+  ``$STATEMIX_CACHE_DIR``, so that processes started from this one share its kernels.  When no
+  directory can be written, kernels are compiled without a cache rather than failing.  A kernel is loaded from the
   cache only when asked for from Python, never while another kernel is compiled against it
   (:class:`_CacheForTopLevel`: numba's entries compiled against a cached parallel callee crash).
 - ``parallel=True`` is allowed only where a kernel's ``prange`` runs over independent outputs; the
@@ -90,9 +91,13 @@ def _fingerprinted(base: str | None) -> str | None:
     return str(directory)
 
 
-CACHE_DIR = _fingerprinted(_writable_cache_dir())
+_CACHE_BASE = _writable_cache_dir()
+CACHE_DIR = _fingerprinted(_CACHE_BASE)
 if CACHE_DIR is not None:
     os.environ["NUMBA_CACHE_DIR"] = CACHE_DIR
+    # for the processes this one starts (command lines, workers): without it they would take the
+    # NUMBA_CACHE_DIR above for their base and compile every kernel again in a directory inside it
+    os.environ["STATEMIX_CACHE_DIR"] = _CACHE_BASE
 
 import numba  # noqa: E402  (the environment above must be set first)
 
