@@ -220,7 +220,7 @@ def test_revision_0_of_the_detector_writes_what_the_first_build_wrote():
 
     data = prose(2000, seed=5) + scores(600, seed=6) + prose(2000, seed=7)
     preset = presets.cm_sized(2, presets.cm_fit(len(data)))
-    preset["kinds"] = tuple(kind for kind in preset["kinds"] if kind < image.FIRST_GRAY_KIND)  # that build's
+    preset["kinds"] = (*range(10), 11, *range(14, 19), *range(21, image.FIRST_GRAY_KIND))  # that build's
     preset["contexts"] = len(preset["kinds"])
     streams = {}
     for detector in (0, 1):

@@ -44,7 +44,7 @@ instead of modelled): the three differ only in where each bit comes from and whe
 It runs any range of a block: the coder and all model state live in arrays (the state: one int64
 array laid out by :data:`STATE_FIELDS`).
 
-Memory (bytes): n * 2**table_bits (histories; a record or x86 instruction context's an eighth, an 8-bit image context's a sixteenth) + 2**hist_bits (history) + 2**hist_bits (match table,
+Memory (bytes): n * 2**table_bits (histories; a small text context's a quarter, a record or x86 instruction context's an eighth, an 8-bit image context's a sixteenth) + 2**hist_bits (history) + 2**hist_bits (match table,
 int32 per 4 bytes of history) + 8.25 MiB per APM + about 1.5 MiB (order-1 counters, weights, the
 text state's indirect tables, the record detector's counts).
 """
@@ -87,6 +87,7 @@ LIMIT_ORDER0 = 3  # counter confidence cap of the order-0 contexts: they follow 
 N_MIXERS = mixer.N_MIXERS
 RECORD_TABLE_SHIFT = 3  # the record contexts' regions are 2**-RECORD_TABLE_SHIFT of the others'
 GRAY_TABLE_SHIFT = 4  # and the 8-bit image contexts' 2**-GRAY_TABLE_SHIFT (their values are at most 2**12)
+SMALL_TEXT_TABLE_SHIFT = 2  # and the small text contexts' (contexts.SMALL_TEXT_KINDS) 2**-SMALL_TEXT_TABLE_SHIFT
 APM_OFF = 62  # ablation bit that skips the APMs (the others switch off inputs by index)
 
 # Counter array layout: [order 0: 256][order 1: 65536][match: 64][state maps: n x 256].
@@ -483,9 +484,13 @@ class Config:
         that for the record contexts (binary data is rarely as varied as text, and a table there
         did not pay for its memory: bench/RESULTS.md, issue 14) and a sixteenth for the 8-bit image
         contexts (which keeps level 3 under the decoder's default memory limit); the x86 instruction
-        contexts' as the record contexts' (a full region gained 0.04% on /usr/bin/bash)."""
+        contexts' as the record contexts' (a full region gained 0.04% on /usr/bin/bash); a quarter for
+        the small text contexts (contexts.SMALL_TEXT_KINDS: a full region gained 0.02% on enwik8_1M and
+        0.05% on enwik8_3M, for 2 x 48 MiB more at level 2 when compressing)."""
         if image.is_gray(kind):
             return self.table_bits - GRAY_TABLE_SHIFT
+        if kind in contexts.SMALL_TEXT_KINDS:
+            return self.table_bits - SMALL_TEXT_TABLE_SHIFT
         small = contexts.needs_record(kind) or instructions.is_instruction(kind)
         return self.table_bits - (RECORD_TABLE_SHIFT if small else 0)
 
@@ -513,7 +518,8 @@ class Config:
         sizes = f"{self.contexts} contexts of {_size(1 << self.table_bits)}"
         for what, test, shift in (("record", contexts.needs_record, RECORD_TABLE_SHIFT),
                                   ("8-bit image", image.is_gray, GRAY_TABLE_SHIFT),
-                                  ("x86 instruction", instructions.is_instruction, RECORD_TABLE_SHIFT)):
+                                  ("x86 instruction", instructions.is_instruction, RECORD_TABLE_SHIFT),
+                                  ("small text", contexts.SMALL_TEXT_KINDS.__contains__, SMALL_TEXT_TABLE_SHIFT)):
             count = sum(map(test, self.context_kinds))
             if count:
                 sizes += f", {count} of them {what} contexts of {_size(1 << (self.table_bits - shift))}"

@@ -76,6 +76,10 @@ NAMES = ("order 2", "order 3", "order 4", "order 6", "word", "order 5", "word pa
          "record neighbours", "record column", "image", "image rows", "pixels",
          "pixels wide", "gray gradient", "gray above", "gray vertical", "x86 instruction", "x86 opcodes")
 IDS = {name: kind for kind, name in enumerate(NAMES)}
+#: kinds whose regions are a quarter of the others' (see cm.Config.region_bits): the four text
+#: contexts that joined levels 2 and 3 last (issue 12; no earlier preset used them), which gain
+#: nearly as much so (bench/RESULTS.md) and keep level 2 within 1.5 GiB on 3 MB of text
+SMALL_TEXT_KINDS = (10, 13, 19, 20)
 #: each kind's order, the bytes before the current one it spans, where it is one (else 0): the longest
 #: of them with history selects mixer weights (:mod:`.mixer`)
 ORDERS = (2, 3, 4, 6, 0, 5, 0, 0, 8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) + (0,) * image.N_GRAY_KINDS + (0, 0)
