@@ -19,9 +19,10 @@ on any machine (see the project's determinism notes):
   helper, or a kernel it calls) would otherwise be loaded stale: wrong output, or a crash.  Older
   fingerprints' subdirectories are removed once unused for a week.  The chosen base is exported as
   ``$STATEMIX_CACHE_DIR``, so that processes started from this one share its kernels.  When no
-  directory can be written, kernels are compiled without a cache rather than failing.  A kernel is loaded from the
-  cache only when asked for from Python, never while another kernel is compiled against it
-  (:class:`_CacheForTopLevel`: numba's entries compiled against a cached parallel callee crash).
+  directory can be written, kernels are compiled without a cache rather than failing.  A kernel is
+  loaded from the cache only when asked for from Python, never while another kernel is compiled
+  against it (:class:`_CacheForTopLevel`: numba's entries compiled against a cached parallel callee
+  crash).
 - ``parallel=True`` is allowed only where a kernel's ``prange`` runs over independent outputs; the
   thread count (``-T``) therefore changes speed, never a bit of output.
 

@@ -44,9 +44,10 @@ instead of modelled): the three differ only in where each bit comes from and whe
 It runs any range of a block: the coder and all model state live in arrays (the state: one int64
 array laid out by :data:`STATE_FIELDS`).
 
-Memory (bytes): n * 2**table_bits (histories; a small text context's a quarter, a record or x86 instruction context's an eighth, an 8-bit image context's a sixteenth) + 2**hist_bits (history) + 2**hist_bits (match table,
-int32 per 4 bytes of history) + 8.25 MiB per APM + about 1.5 MiB (order-1 counters, weights, the
-text state's indirect tables, the record detector's counts).
+Memory (bytes): n * 2**table_bits (histories; a small text context's a quarter, a record or x86
+instruction context's an eighth, an 8-bit image context's a sixteenth) + 2**hist_bits (history) +
+2**hist_bits (match table, int32 per 4 bytes of history) + 8.25 MiB per APM + about 1.5 MiB (order-1
+counters, weights, the text state's indirect tables, the record detector's counts).
 """
 
 from __future__ import annotations
