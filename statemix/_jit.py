@@ -62,7 +62,7 @@ def _writable_cache_dir() -> str | None:
                 pass
         except OSError:
             continue
-        return str(directory)
+        return os.path.abspath(directory)  # absolute: exported to child processes, which may run elsewhere
     return None
 
 

@@ -20,7 +20,8 @@ components live in :mod:`.bit`, one job per module, in the order of the data flo
    8-bit image contexts of :mod:`.bit.image` are idle likewise unless the detector finds an 8-bit
    image; their regions are 2**-GRAY_TABLE_SHIFT of the others'.  The x86 instruction contexts
    (:mod:`.bit.instructions`) are idle outside blocks coded as x86 code (``encode(..., x86=True)``,
-   as the block's kind records); their regions are the record contexts' size.
+   as the block's kind records); their regions are the record contexts' size.  The small text
+   contexts (:data:`.bit.contexts.SMALL_TEXT_KINDS`) have regions of 2**-SMALL_TEXT_TABLE_SHIFT.
 3. Match model (:mod:`.bit.match`): the byte after the most recent earlier occurrence of the last
    bytes.
 4. Mixing (:mod:`.bit.mixer`): up to seven mixers with selected weight sets and a final mixer, each

@@ -33,7 +33,8 @@ CM_FIELDS = ("table_bits", "hist_bits", "contexts", "mixers", "apms")
 #: sparse), the text contexts a greedy search on 300 kB of enwik8 added, in the order it added them
 #: (bench/RESULTS.md, issue 12): markup, classes, indirect 1, word and classes, skip word, indirect 2;
 #: and four that pay at 1 and 3 MB, though under the search's 0.05% each at 300 kB: word trio,
-#: column, sparse 2, line start (-0.20% on enwik8_1M, -0.29% on enwik8_3M together).
+#: column, sparse 2, line start (-0.18% on enwik8_1M, -0.24% on enwik8_3M together, with their
+#: regions a quarter of the others').
 TEXT_KINDS = tuple(sorted((0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 16, 17, 14, 18, 11, 15, 10, 13, 19, 20)))
 #: and the structure contexts (issue 14: fixed-size records, tables, one-bit and 8-bit images), idle
 #: while no record or image row is found, so text pays little for them (bench/RESULTS.md)

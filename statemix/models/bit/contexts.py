@@ -45,8 +45,10 @@ The record contexts (21-28) include the record length ``w`` in their hash; witho
 (``w`` = 0) they are idle: the model gives them no input and trains nothing of theirs (text has no
 record, and their constant contexts there cost 0.2% on enwik8).  The 8-bit image contexts (29-31)
 are idle likewise unless :mod:`.record` finds an 8-bit image, and the x86 instruction contexts
-(32, 33) outside blocks coded as x86 code.  Kinds 21-31 are the structure contexts; their regions
-and the instruction contexts' are smaller (see cm).  Kinds from 32 on need the wider component record (see cm.Config).
+(32, 33) outside blocks coded as x86 code.  Kinds 21-31 are the structure contexts; their regions,
+the instruction contexts' and those of the small text contexts (:data:`SMALL_TEXT_KINDS`: word trio,
+column, sparse 2, line start) are smaller (see cm).  Kinds from 32 on need the wider component record
+(see cm.Config).
 
 A model's component list names the kinds it uses, in order; the k-th listed context owns region k
 of the bit-history table (``2**table_bits`` bytes each) and state map k.  At each nibble boundary the
