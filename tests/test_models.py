@@ -225,3 +225,17 @@ def test_cm_with_a_byte_distribution_round_trips(source):
     name = cm.Model(config).components()[-2]
     assert name.startswith("byte distribution")
     assert cm.Model(config).ablated([name]).encode(data, len(data)) != coded
+
+
+def test_cm_ablation_reaches_every_input_of_the_widest_model():
+    """The diagnostics switch components off by input index: the default level has more inputs than
+    an int64 has bits (a mask of them overflowed, and its APM bit was also an input's), so the
+    source's input (the second last, index > 63), a text context's and the APMs must each change the
+    code word alone."""
+    data = text_sample(6000, seed=5)
+    model = cm.Model(cm.config_for_level(2, len(data)))
+    assert model.config.inputs - 2 > 63
+    coded = model.encode(data, len(data))
+    for name in (model.components()[-2], "line start", "APMs"):
+        ablated = cm.Model(model.config).ablated([name])
+        assert ablated.encode(data, len(data)) != coded, name

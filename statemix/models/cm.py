@@ -90,7 +90,10 @@ N_MIXERS = mixer.N_MIXERS
 RECORD_TABLE_SHIFT = 3  # the record contexts' regions are 2**-RECORD_TABLE_SHIFT of the others'
 GRAY_TABLE_SHIFT = 4  # and the 8-bit image contexts' 2**-GRAY_TABLE_SHIFT (their values are at most 2**12)
 SMALL_TEXT_TABLE_SHIFT = 2  # and the small text contexts' (contexts.SMALL_TEXT_KINDS) 2**-SMALL_TEXT_TABLE_SHIFT
-APM_OFF = 62  # ablation bit that skips the APMs (the others switch off inputs by index)
+#: st[ABLATE], for diagnostics only (Model.ablated): bit 0 switches off the inputs flagged in the
+#: state's "ablated" field (one word per input), bit 1 skips the APMs
+ABLATE_INPUTS, ABLATE_APMS = 1, 2
+MAX_INPUTS = 2 * N_HASHED + 5  # orders 0 and 1, contexts, match, runs, source, bias
 
 # Counter array layout: [order 0: 256][order 1: 65536][match: 64][state maps: n x 256].
 ORDER1_BASE = 256
@@ -113,7 +116,7 @@ STATE_FIELDS = (("scalars", len(SCALARS)), ("kinds", N_HASHED), ("orders", N_HAS
                 ("idle", N_HASHED), ("regions", N_HASHED), ("region_bits", N_HASHED), ("buckets", N_HASHED),
                 ("state_slots", N_HASHED), ("slots", 2 + N_HASHED), ("match", match.STATE_SIZE),
                 ("mixers", mixer.STATE_SIZE), ("apms", sse.STATE_SIZE), ("text", text.TEXT_SIZE),
-                ("record", record.STATE_SIZE), ("instructions", instructions.STATE_SIZE))
+                ("record", record.STATE_SIZE), ("instructions", instructions.STATE_SIZE), ("ablated", MAX_INPUTS))
 
 
 def _layout(fields) -> dict:
@@ -129,8 +132,8 @@ def _layout(fields) -> dict:
 _AT = _layout(STATE_FIELDS)
 KINDS, ORDERS, HASHES, IDLE, REGIONS, REGION_BITS, BUCKETS, STATE_SLOTS, SLOTS = (
     _AT[k] for k in ("kinds", "orders", "hashes", "idle", "regions", "region_bits", "buckets", "state_slots", "slots"))
-MATCH, MIXERS, APMS, TEXT, RECORD, INSTRUCTIONS, STATE_SIZE = (
-    _AT[k] for k in ("match", "mixers", "apms", "text", "record", "instructions", "size"))
+MATCH, MIXERS, APMS, TEXT, RECORD, INSTRUCTIONS, ABLATED, STATE_SIZE = (
+    _AT[k] for k in ("match", "mixers", "apms", "text", "record", "instructions", "ablated", "size"))
 #: the int32 array ``aux``: the text state's tables (:mod:`.bit.text`), then the record detector's
 RECORD_AUX = text.AUX_SIZE
 AUX_SIZE = text.AUX_SIZE + record.AUX_SIZE
@@ -185,9 +188,9 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup)
         inputs[n_in - 2] = source_input(cum, c0, bit, lut)
     inputs[n_in - 1] = 256
     ablate = st[ABLATE]
-    if ablate != 0:
+    if ablate & ABLATE_INPUTS:
         for k in range(n_in):
-            if (ablate >> k) & 1:
+            if st[ABLATED + k]:
                 inputs[k] = 0
 
     predicting = match_state(st, MATCH)
@@ -199,7 +202,7 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup)
     st[P_MIX] = p_mix
     n_apm = st[N_APM]
     p_apm = apm_predict(apm, st, APMS, n_apm, p_mix, c0, c1, st[HIST4], expected, st[RECORD + record.WINDOW], lut)
-    if (ablate >> APM_OFF) & 1:
+    if ablate & ABLATE_APMS:
         return binary_frequency(p_mix)
     return binary_frequency((2 * p_mix + (14 * p_apm) // n_apm) >> 4)
 
@@ -628,13 +631,18 @@ class Model:
     def ablated(self, components) -> "Model":
         """A fresh model with the named components switched off (diagnostics only: no valid stream)."""
         config = self.config
-        inputs = {"order 0": [0], "order 1": [1], "match": [2 + config.contexts], "APMs": [APM_OFF]}
+        inputs = {"order 0": [0], "order 1": [1], "match": [2 + config.contexts], "APMs": []}
         if config.source:
             inputs[distribution.NAMES[config.source]] = [config.inputs - 2]
         for k, kind in enumerate(config.context_kinds):
             inputs[contexts.NAMES[kind]] = [2 + k] + ([3 + config.contexts + k] if k < config.run_inputs else [])
         model = Model(config)
-        model.state[ABLATE] = sum(1 << i for name in components for i in inputs[name])
+        for name in components:
+            for i in inputs[name]:
+                model.state[ABLATED + i] = 1
+                model.state[ABLATE] |= ABLATE_INPUTS
+        if "APMs" in components:
+            model.state[ABLATE] |= ABLATE_APMS
         return model
 
     def _run(self, mode: int, data: np.ndarray, coded: np.ndarray, progress) -> int:
