@@ -637,12 +637,9 @@ class Model:
         for k, kind in enumerate(config.context_kinds):
             inputs[contexts.NAMES[kind]] = [2 + k] + ([3 + config.contexts + k] if k < config.run_inputs else [])
         model = Model(config)
-        for name in components:
-            for i in inputs[name]:
-                model.state[ABLATED + i] = 1
-                model.state[ABLATE] |= ABLATE_INPUTS
-        if "APMs" in components:
-            model.state[ABLATE] |= ABLATE_APMS
+        switched_off = [i for name in components for i in inputs[name]]
+        model.state[ABLATED + np.array(switched_off, dtype=np.int64)] = 1
+        model.state[ABLATE] = (ABLATE_INPUTS if switched_off else 0) | (ABLATE_APMS if "APMs" in components else 0)
         return model
 
     def _run(self, mode: int, data: np.ndarray, coded: np.ndarray, progress) -> int:
