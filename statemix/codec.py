@@ -3,14 +3,16 @@
 :class:`Compressor` cuts its input into blocks (``container.block_limit``: 16 KiB, doubling up to
 1 MiB, so a reader gets its first verified bytes after little work) and codes each with the stream's
 model and with zstandard (level 19); the smallest of the model's code word, the zstandard frame and
-the data itself is written.  So no block costs more than zstd -19 or storing.  A block that is not
-written as the model's code word leaves the model as it was (format version 2): the compressor takes a
-snapshot of the model before modelling a block and restores it when another coding wins, and a block
-that zstandard level 1 cannot shrink by 2% is not modelled at all.  Decoding a stored or zstandard
-block therefore costs what zstandard costs, never a model pass.  (Version 1 streams, whose models
-learned every block, are still read: their decoder replays such blocks through the model.)  A block
-that :func:`statemix.x86.pays` takes for x86 code is modelled after the x86 transform (block kind
-"modelled x86"); the model then learns the transformed bytes.
+the data itself is written.  So no block costs more than zstd -19 or storing.  A block that
+zstandard level 1 cannot shrink by 2% is not modelled at all, and is written stored or zstandard
+(kinds 2, 3): it never reaches the model, and decoding it costs what zstandard costs.  A block the
+model coded but lost is written stored or zstandard as a *learned* kind (5-8): the model has learned
+it, and the decoder's model learns it too, after checking its CRC (a model pass, as long as the
+coding pass was).  So the compressor never copies its model to roll a block back.  (Version 1
+streams, whose models learned every block, are still read: their decoder replays every stored and
+zstandard block through the model.)  A block that :func:`statemix.x86.pays` takes for x86 code is
+modelled after the x86 transform (block kind "modelled x86", or a learned x86 kind); the model then
+learns the transformed bytes.
 
 :class:`Decompressor` reads one stream, in any pieces, and releases a block's data only after its
 CRC32 matched.  Before building a model it checks the model's memory bound against ``memory_limit``.
@@ -19,15 +21,14 @@ Both take ``progress``, a callable given the number of uncompressed bytes proces
 calls it between steps of at most about 0.1 s, so a progress bar moves and an exception raised from it
 (an interruption) takes effect promptly.  Such an exception leaves the object unusable.
 
-Memory: the model's bound (``statemix.models.memory_needed``); a Compressor holds the model twice (its
-snapshot) plus at most one block of input, a Decompressor one block of input and its output.  Neither
+Memory: the model's bound (``statemix.models.memory_needed``) plus, for a Compressor, at most one
+block of input (and its zstandard frame); for a Decompressor one block of input and its output.  Neither
 object is thread-safe: use one per thread (two objects in two threads are independent and give the
 same bytes as alone), and neither can be pickled.
 """
 
 from __future__ import annotations
 
-import contextlib
 import operator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -37,7 +38,6 @@ from . import container
 from ._errors import StatemixError
 from .container import NeedMore
 from .models import LEVELS, MODELS, build_model, spec_for_level
-from .models._snapshot import pausing
 
 ZSTD_LEVEL = 19  # every block is also compressed by zstandard; the smallest of the three is kept
 PROBE_LEVEL = 1  # zstandard level of the quick test that decides whether a block is worth modelling
@@ -172,7 +172,7 @@ class Compressor(Unpicklable):
 
 class BlockCoder:
     """Code one block at a time with ``model``: the model's code word, zstandard or the data itself,
-    whichever is smallest, leaving the model as it was unless the model's code word is kept.
+    whichever is smallest; a block the model coded is learned whichever is kept (a learned kind).
 
     What Compressor writes, and what statemix.diagnose replays with a traced model.
     """
@@ -180,7 +180,6 @@ class BlockCoder:
     def __init__(self, model, threads: int = 1):
         self.model = model
         self._threads = threads
-        self._snapshot = None
 
     def block(self, raw: bytes, report=None, *, offset: int = 0) -> bytes:
         """The block (header and payload) for ``raw``, which starts at byte ``offset`` of the stream.
@@ -197,10 +196,6 @@ class BlockCoder:
         transformed = modelled and x86.pays(raw)
         if modelled:
             source = x86.encode(raw, offset) if transformed else raw
-            # copying a large model takes a while (about 1.5 s the first time at level 2): the
-            # caller's progress callback may act (on an interrupt, say) between pieces of the copy
-            with pausing(lambda: report(0)) if report is not None else contextlib.nullcontext():
-                self._snapshot = self.model.snapshot(reuse=self._snapshot)
             if self._threads > 1:  # zstandard runs beside the model
                 with ThreadPoolExecutor(1) as pool:
                     zstd_job = pool.submit(compress_zstd, raw)
@@ -213,13 +208,11 @@ class BlockCoder:
             zstd_payload = compress_zstd(raw)
         if coded is not None and len(coded) <= len(zstd_payload):
             return container.write_block(container.MODELLED_X86 if transformed else container.MODELLED, raw, coded)
-        if modelled:
-            self.model.restore(self._snapshot)
         if report is not None:
             report(len(raw))
-        if len(zstd_payload) < len(raw):
-            return container.write_block(container.ZSTANDARD, raw, zstd_payload)
-        return container.write_block(container.STORED, raw, raw)
+        kind, payload = (container.ZSTANDARD, zstd_payload) if len(zstd_payload) < len(raw) else (container.STORED, raw)
+        # a block the model coded and lost: the model has learned it, and the decoder's model will too
+        return container.write_block(container.learned_kind(kind, transformed) if modelled else kind, raw, payload)
 
 
 class Decompressor(Unpicklable):
@@ -297,40 +290,50 @@ class Decompressor(Unpicklable):
             del self._input[:end]
         except NeedMore:
             return False
-        raw = self._decode_block(header, payload)
+        report = _reporter(self._progress, self._length)
+        raw = self._decode_block(header, payload, report)
         if container.crc32(raw) != header.crc:
             raise StatemixError("corrupt stream: block checksum mismatch")
+        if header.kind in container.LEARNED_KINDS or (self._learns_other_blocks and header.kind not in
+                                                      container.MODELLED_KINDS):
+            self._learn(raw, header.kind in container.X86_KINDS, report)
+        elif report is not None and header.kind not in container.MODELLED_KINDS:
+            report(len(raw))
         self._length += len(raw)
         self._crc = container.crc32(raw, self._crc)
         self._output += raw
         return True
 
-    def _decode_block(self, header: container.BlockHeader, payload: bytes) -> bytes:
-        report = _reporter(self._progress, self._length)
-        if header.kind == container.MODELLED:
-            return self._model.decode(payload, header.raw_length, progress=report)
-        if header.kind == container.MODELLED_X86:
+    def _decode_block(self, header: container.BlockHeader, payload: bytes, report) -> bytes:
+        """The block's data (not yet checked against its CRC)."""
+        if header.kind in container.MODELLED_KINDS:
             from . import x86
 
+            if header.kind == container.MODELLED:
+                return self._model.decode(payload, header.raw_length, progress=report)
             return x86.decode(self._model.decode(payload, header.raw_length, progress=report, x86=True), self._length)
-        if header.kind == container.STORED:
-            raw = payload
-        else:
-            try:
-                # a frame may declare its own size, and zstandard would allocate that much (a damaged
-                # header can declare exabytes): only the block's own length is accepted
-                if zstandard.frame_content_size(payload) not in (-1, header.raw_length):
-                    raise StatemixError("corrupt stream: zstandard block declares another length")
-                raw = zstandard.ZstdDecompressor().decompress(payload, max_output_size=header.raw_length)
-            except zstandard.ZstdError as exc:
-                raise StatemixError(f"corrupt stream: zstandard block: {exc}") from None
-            if len(raw) != header.raw_length:
-                raise StatemixError("corrupt stream: zstandard block has the wrong length")
-        if self._learns_other_blocks:
-            self._model.learn(raw, progress=report)
-        elif report is not None:
-            report(len(raw))
+        if header.kind in container.STORED_KINDS:
+            return payload
+        try:
+            # a frame may declare its own size, and zstandard would allocate that much (a damaged
+            # header can declare exabytes): only the block's own length is accepted
+            if zstandard.frame_content_size(payload) not in (-1, header.raw_length):
+                raise StatemixError("corrupt stream: zstandard block declares another length")
+            raw = zstandard.ZstdDecompressor().decompress(payload, max_output_size=header.raw_length)
+        except zstandard.ZstdError as exc:
+            raise StatemixError(f"corrupt stream: zstandard block: {exc}") from None
+        if len(raw) != header.raw_length:
+            raise StatemixError("corrupt stream: zstandard block has the wrong length")
         return raw
+
+    def _learn(self, raw: bytes, transformed: bool, report) -> None:
+        """Replay a block the encoder's model learned without coding it (``transformed``: as x86 code)."""
+        if transformed:
+            from . import x86
+
+            self._model.learn(x86.encode(raw, self._length), progress=report, x86=True)
+        else:
+            self._model.learn(raw, progress=report)
 
     def _finish(self) -> None:
         length, crc, used = container.read_trailer(self._input, 0)

@@ -18,11 +18,12 @@ Header::
 
 Block::
 
-    kind                1 byte    1 modelled, 2 stored, 3 zstandard, 4 modelled x86 (0 ends the blocks,
-                                  see below)
+    kind                1 byte    1 modelled, 2 stored, 3 zstandard, 4 modelled x86, 5 zstandard
+                                  learned, 6 zstandard learned x86, 7 stored learned, 8 stored learned
+                                  x86 (0 ends the blocks, see below)
     raw length          varint    bytes of original data in the block, 1..MAX_BLOCK (16 MiB)
-    payload length      varint    modelled and zstandard blocks only; stored blocks carry raw length
-                                  bytes; never more than raw length
+    payload length      varint    all but the stored kinds (2, 7, 8), which carry raw length bytes;
+                                  never more than raw length
     header check        1 byte    low byte of the CRC32 of the block header bytes before it, so a
                                   damaged length is caught before any work is spent on it
     CRC32               4 bytes   of the block's original data
@@ -30,7 +31,8 @@ Block::
                                   stored: the data itself; zstandard: one zstandard frame;
                                   modelled x86: the code word of the block after the x86 branch
                                   address transform (statemix.x86; its offset: the stream position
-                                  of the block's first byte), which the decoder undoes
+                                  of the block's first byte), which the decoder undoes;
+                                  learned kinds: as stored or zstandard (see below)
 
 End block and trailer::
 
@@ -39,10 +41,14 @@ End block and trailer::
     CRC32               4 bytes   of all the original data of the stream
 
 Blocks and the model: the model's state runs on across modelled blocks, so a block boundary changes
-nothing but where a code word ends.  In format version 2 a stored or zstandard block never reaches
-the model: the model continues from the end of the previous modelled block as if the block were not
-there, so decoding it costs no model work.  In version 1 the model learned stored and zstandard
-blocks too (the decoder replays them through it).
+nothing but where a code word ends.  In format version 2 a stored or zstandard block (kinds 2, 3)
+never reaches the model: the model continues from the end of the previous modelled block as if the
+block were not there, so decoding it costs no model work.  A learned block (kinds 5-8) is one the
+model coded but lost to zstandard or storing: its data is written as kind 3 or 2 would write it, and
+the model learned it (the decoder replays it through the model's learn pass after checking its CRC;
+"x86": the model learned the block after the x86 transform, as for kind 4).  So the compressor
+keeps one copy of the model, not a second one to roll back to.  In version 1 the model learned
+every stored and zstandard block (the decoder replays them through it).
 
 Seek index (written after the last stream of a segmented file, see statemix.segments; readers skip
 it between streams, and check it against the streams they decoded)::
@@ -86,8 +92,22 @@ FIRST_BLOCK = 1 << 14
 BLOCK_SIZE = 1 << 20
 MAX_BLOCK = 1 << 24
 END, MODELLED, STORED, ZSTANDARD, MODELLED_X86 = 0, 1, 2, 3, 4
-KIND_NAMES = {MODELLED: "modelled", STORED: "stored", ZSTANDARD: "zstandard", MODELLED_X86: "modelled x86"}
+ZSTANDARD_LEARNED, ZSTANDARD_LEARNED_X86, STORED_LEARNED, STORED_LEARNED_X86 = 5, 6, 7, 8
+KIND_NAMES = {MODELLED: "modelled", STORED: "stored", ZSTANDARD: "zstandard", MODELLED_X86: "modelled x86",
+              ZSTANDARD_LEARNED: "zstandard learned", ZSTANDARD_LEARNED_X86: "zstandard learned x86",
+              STORED_LEARNED: "stored learned", STORED_LEARNED_X86: "stored learned x86"}
 MODELLED_KINDS = (MODELLED, MODELLED_X86)  # the blocks whose payload is the model's code word
+STORED_KINDS = (STORED, STORED_LEARNED, STORED_LEARNED_X86)  # the blocks whose payload is the data itself
+ZSTANDARD_KINDS = (ZSTANDARD, ZSTANDARD_LEARNED, ZSTANDARD_LEARNED_X86)  # one zstandard frame
+LEARNED_KINDS = (ZSTANDARD_LEARNED, ZSTANDARD_LEARNED_X86, STORED_LEARNED, STORED_LEARNED_X86)
+X86_KINDS = (MODELLED_X86, ZSTANDARD_LEARNED_X86, STORED_LEARNED_X86)  # the model saw the x86 transform
+
+
+def learned_kind(kind: int, x86: bool) -> int:
+    """The learned kind of a block written as ``kind`` (STORED or ZSTANDARD)."""
+    if kind == STORED:
+        return STORED_LEARNED_X86 if x86 else STORED_LEARNED
+    return ZSTANDARD_LEARNED_X86 if x86 else ZSTANDARD_LEARNED
 _MAX_VARINT_BYTES = 9
 
 
@@ -170,7 +190,7 @@ class BlockHeader:
 
 def write_block(kind: int, raw: bytes, payload: bytes) -> bytes:
     head = bytes([kind]) + encode_varint(len(raw))
-    if kind != STORED:
+    if kind not in STORED_KINDS:
         head += encode_varint(len(payload))
     return head + bytes([crc32(head) & 0xFF]) + struct.pack("<I", crc32(raw)) + payload
 
@@ -187,7 +207,7 @@ def read_block_header(buf, pos: int) -> BlockHeader | None:
     if not 1 <= raw_length <= MAX_BLOCK:
         raise StatemixError(f"corrupt stream: block length {raw_length} out of range")
     payload_length = raw_length
-    if kind != STORED:
+    if kind not in STORED_KINDS:
         payload_length, at = decode_varint(buf, at)
         if payload_length > raw_length:
             raise StatemixError("corrupt stream: block payload longer than its data")

@@ -192,6 +192,20 @@ def zstandard_stream(data: bytes) -> bytes:
             + container.write_trailer(len(data), zlib.crc32(data)))
 
 
+@functools.cache
+def learned_stream(data: bytes) -> bytes:
+    """``data`` twice: a "zstandard learned" block (the model learned it, as the writer does with a
+    block it coded and lost), then a modelled block coded by the model that learned the first."""
+    spec = spec_for_level(None, 2 * len(data))
+    model = statemix.models.build_model(spec)
+    model.learn(data)
+    coded = model.encode(data, len(data))
+    payload = zstandard.ZstdCompressor(level=19, write_content_size=False).compress(data)
+    return (container.write_header(spec) + container.write_block(container.ZSTANDARD_LEARNED, data, payload)
+            + container.write_block(container.MODELLED, data, coded)
+            + container.write_trailer(2 * len(data), zlib.crc32(data * 2)))
+
+
 def patch_header(data: bytes, offset: int, value: int) -> bytes:
     """Set header byte ``offset`` to ``value`` and recompute the header CRC32 (see container.py)."""
     out = bytearray(data)
@@ -991,11 +1005,12 @@ def corruption_cases() -> dict[str, tuple[bytes, bytes]]:
         "modelled": (golden_input_stream(), GOLDEN_INPUT),
         "stored": (stream(RANDOM[:24]), RANDOM[:24]),
         "zstandard": (zstandard_stream(REPEATED_RANDOM), REPEATED_RANDOM),
+        "learned": (learned_stream(REPEATED_RANDOM), REPEATED_RANDOM * 2),
         "multi-block": (multi_block_stream(), MULTI_BLOCK_INPUT),
     }
 
 
-CORRUPTION_CASES = ["empty", "modelled", "stored", "zstandard", "multi-block"]
+CORRUPTION_CASES = ["empty", "modelled", "stored", "zstandard", "learned", "multi-block"]
 
 
 @pytest.mark.parametrize("name", CORRUPTION_CASES)

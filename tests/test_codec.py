@@ -70,25 +70,49 @@ def test_blocks_the_model_did_not_code_leave_it_untouched(monkeypatch):
     assert statemix.decompress(with_random) == first + RANDOM[:20_000] + last
 
 
-def test_a_block_zstandard_wins_is_rolled_back_from_the_model(monkeypatch):
-    # make the model lose every block: each block is then zstandard-coded and the model restored
+ZEDS = (b"Z" * 15 + b"\xe8\x10\x00\x00\x00") * 1000  # calls, which the x86 transform changes
+
+
+@pytest.mark.parametrize("transformed", [False, True], ids=["plain", "x86"])
+@pytest.mark.parametrize("written", ["zstandard", "stored"])
+def test_a_block_the_model_lost_is_learned_on_both_sides(monkeypatch, transformed, written):
+    # text | ZEDS | text, and the model made to lose the Zs (it codes and learns them, then its
+    # code word is refused): the block is written as zstandard or stored "learned", and the last
+    # block's code word is the one of a stream in which the model kept the Zs (the decoder learns
+    # them too: without that it would fail the checksum)
+    from statemix import x86
+    from statemix.models import cm
+
     monkeypatch.setattr(container, "FIRST_BLOCK", 1 << 20)
     monkeypatch.setattr(container, "BLOCK_SIZE", 20_000)
-    real_zstd = zstandard.ZstdCompressor
+    if transformed:  # every block taken for x86 code: the model learns the transformed bytes
+        monkeypatch.setattr(x86, "pays", lambda raw: True)
+    data = TEXT[:20_000] + ZEDS + TEXT[20_000:]
+    all_modelled = statemix.compress(data, level=1)
+    real_encode, real_zstd = cm.Model.encode, zstandard.ZstdCompressor
 
-    class Tiny:  # a zstandard stand-in whose frames are one byte shorter than any model code word
+    def losing_encode(self, block, limit, **kwargs):
+        coded = real_encode(self, block, limit, **kwargs)
+        return None if block[:1] == b"Z" else coded
+
+    class Useless:  # zstandard whose final frames are never shorter than the data (the probe is real)
         def __init__(self, level, write_content_size):
             self._real = real_zstd(level=level, write_content_size=write_content_size)
+            self._final = level == codec.ZSTD_LEVEL
 
         def compress(self, raw):
-            return self._real.compress(raw) if len(raw) != 20_000 or raw[:1] != b"Z" else b"\0"
+            return raw + b"." if self._final else self._real.compress(raw)
 
-    monkeypatch.setattr(codec.zstandard, "ZstdCompressor", Tiny)
-    zeds = b"Z" * 20_000
-    with_zeds = statemix.compress(TEXT[:20_000] + zeds + TEXT[20_000:], level=1)
-    without = statemix.compress(TEXT, level=1)
-    assert [b.kind for b in blocks(with_zeds)] == ["modelled", "zstandard", "modelled"]
-    assert payloads(with_zeds)[2] == payloads(without)[1]
+    monkeypatch.setattr(cm.Model, "encode", losing_encode)
+    if written == "stored":
+        monkeypatch.setattr(codec.zstandard, "ZstdCompressor", Useless)
+    lost = statemix.compress(data, level=1)
+    modelled = "modelled x86" if transformed else "modelled"
+    learned = f"{written} learned" + (" x86" if transformed else "")
+    assert [b.kind for b in blocks(all_modelled)] == [modelled] * 3
+    assert [b.kind for b in blocks(lost)] == [modelled, learned, modelled]
+    assert payloads(lost)[2] == payloads(all_modelled)[2]
+    assert statemix.decompress(lost) == data
 
 
 def test_decoder_never_runs_the_model_on_stored_or_zstandard_blocks(monkeypatch):

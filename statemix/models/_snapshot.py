@@ -12,9 +12,6 @@ buffers a BPE model allocates with its first block).  Immutable values (ints, th
 
 from __future__ import annotations
 
-import contextlib
-import contextvars
-
 import numpy as np
 
 _ABSENT = object()
@@ -30,34 +27,10 @@ class Snapshot:
         self.state = state
 
 
-#: a hook called between pieces of a large copy (see :func:`pausing`), or None
-_PAUSE: contextvars.ContextVar = contextvars.ContextVar("statemix_snapshot_pause", default=None)
-PAUSE_BYTES = 1 << 25  # bytes copied between two calls of the hook: about 10 ms (more on first touch)
-
-
-@contextlib.contextmanager
-def pausing(hook):
-    """Within the block, snapshots call ``hook()`` between pieces of 32 MiB, so that a caller can act
-    (e.g. on an interrupt) during the copy of a model of hundreds of MiB."""
-    token = _PAUSE.set(hook)
-    try:
-        yield
-    finally:
-        _PAUSE.reset(token)
-
-
 def _copy_array(value: np.ndarray, old) -> np.ndarray:
     fits = isinstance(old, np.ndarray) and old.shape == value.shape and old.dtype == value.dtype
     target = old if fits else np.empty_like(value, order="C")
-    hook = _PAUSE.get()
-    if hook is None or value.nbytes <= PAUSE_BYTES or not (value.flags.c_contiguous and target.flags.c_contiguous):
-        np.copyto(target, value)
-        return target
-    source, into = value.reshape(-1), target.reshape(-1)  # views: both are contiguous
-    step = PAUSE_BYTES // value.itemsize
-    for start in range(0, source.size, step):
-        hook()
-        into[start : start + step] = source[start : start + step]
+    np.copyto(target, value)
     return target
 
 

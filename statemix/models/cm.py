@@ -692,9 +692,10 @@ class Model:
         self._run(DECODE, out, np.frombuffer(coded, dtype=np.uint8).copy(), progress)
         return out.tobytes()
 
-    def learn(self, data: bytes, *, progress=None) -> None:
-        """Update the model with ``data`` without coding it (a block stored by other means)."""
-        self.state[X86_BLOCK] = False
+    def learn(self, data: bytes, *, progress=None, x86: bool = False) -> None:
+        """Update the model with ``data`` without coding it (a block stored by other means), exactly
+        as :meth:`encode` would (``x86``: as :meth:`encode` was told)."""
+        self.state[X86_BLOCK] = x86
         self._run(LEARN, np.frombuffer(data, dtype=np.uint8).copy(), _NO_CODED, progress)
 
     def snapshot(self, reuse=None):

@@ -117,8 +117,9 @@ class Model(Protocol):
     def decode(self, coded: bytes, size: int, *, progress=None, x86: bool = False) -> bytes:
         """The ``size`` bytes coded in ``coded`` (``x86``: as :meth:`encode` was given)."""
 
-    def learn(self, data: bytes, *, progress=None) -> None:
-        """Update the model as :meth:`encode` would, without coding (a block stored otherwise)."""
+    def learn(self, data: bytes, *, progress=None, x86: bool = False) -> None:
+        """Update the model as :meth:`encode` would, without coding (a block stored otherwise;
+        ``x86``: as :meth:`encode` was given)."""
 
     def snapshot(self, reuse=None):
         """A copy of the whole state (into the arrays of ``reuse``, an earlier snapshot, if given)."""

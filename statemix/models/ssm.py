@@ -342,8 +342,9 @@ class Model:
             raise StatemixError("corrupt stream: ssm tokens do not add up to the block length")
         return bpe_decode(self.vocabulary, tokens)
 
-    def learn(self, data: bytes, *, progress=None) -> None:
-        """Update the model with ``data`` without coding it (a block stored by other means)."""
+    def learn(self, data: bytes, *, progress=None, x86: bool = False) -> None:
+        """Update the model with ``data`` without coding it (a block stored by other means), exactly as
+        :meth:`encode` would.  ``x86`` changes nothing here."""
         self._bytes_ok()
         if self.config.tokenizer == TOK_BPE:
             if not data:
