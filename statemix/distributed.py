@@ -7,7 +7,7 @@ output is byte-identical to ``statemix.compress(data, segment_size=...)`` and to
 ``statemix --segment-size``, and any statemix reader decodes it.
 
 - Memory: at most ``in_flight`` segments (default: two per worker thread) are read and not yet
-  written; a worker holds one segment, its stream and one model (twice, see statemix.codec).
+  written; a worker holds one segment, its stream and one model (see statemix.codec).
 - Failures: a task whose worker dies is run again elsewhere (dask's ``allowed_failures``); the
   result cannot differ, since a segment's stream is a pure function of its bytes.  The output is
   written to a file with no name in the target's folder where the OS allows (else a hidden temporary

@@ -9,7 +9,7 @@ the file (it is a sequence of streams; readers check the index against the strea
 
 Workers are threads: the model kernels release the GIL, so ``threads`` workers use ``threads``
 cores.  Each worker runs its kernels on one numba thread.  At most ``threads`` segments are in
-flight, so memory is bounded by ``threads`` times (segment + output + the model twice, see
+flight, so memory is bounded by ``threads`` times (segment + output + the model, see
 statemix.codec).  Decompression in parallel (:func:`decompress_segments`) reads the index, or scans
 the streams' structure when there is none, and decodes ``threads`` segments at a time in order.
 
