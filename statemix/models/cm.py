@@ -23,19 +23,22 @@ components live in :mod:`.bit`, one job per module, in the order of the data flo
    as the block's kind records); their regions are the record contexts' size.  The small text
    contexts (:data:`.bit.contexts.SMALL_TEXT_KINDS`) have regions of 2**-SMALL_TEXT_TABLE_SHIFT.
 3. Match model (:mod:`.bit.match`): the byte after the most recent earlier occurrence of the last
-   bytes.
+   bytes.  Byte histories (:mod:`.bit.byte_history`, records that say so): the byte that followed
+   each text context last time, and how often in a row, one input per text context.
 4. Mixing (:mod:`.bit.mixer`): up to seven mixers with selected weight sets and a final mixer, each
    trained on its own code length.
 5. APMs (:mod:`.bit.sse`): up to four adaptive tables refine the mixer's probability; the coded
    probability is ``(2 p_mix + 14 mean(p_apm)) / 16``.
 6. The probability goes to :func:`statemix.quantize.binary_frequency` and the range coder.
 
-Input vector of the mixers (stretch units, width ``2 + n + 1 + r + 1`` for ``n`` contexts)::
+Input vector of the mixers (stretch units, width ``2 + n + 1 + r + b + s + 1`` for ``n`` contexts)::
 
-    [order 0 | order 1 | context 0 .. n-1 | match | run 0 .. r-1 | bias 256]
+    [order 0 | order 1 | context 0 .. n-1 | match | run 0 .. r-1 | byte history 0 .. b-1 | source | bias 256]
 
 with ``r = n`` for a record with a component list and ``r = min(n, 9)`` for the first (5-byte)
-records: there the tenth context's run input was overwritten by the bias, and that stays so.
+records: there the tenth context's run input was overwritten by the bias, and that stays so;
+``b``: the text contexts (the first in id order) if the record has byte histories, else 0; ``s``:
+1 with a byte-distribution source, else 0.
 
 The component list is part of the model record (:class:`Config`), so the mixer's width and the
 tables follow from the record and adding a context never changes what an existing stream means.
@@ -48,7 +51,8 @@ array laid out by :data:`STATE_FIELDS`).
 Memory (bytes): n * 2**table_bits (histories; a small text context's a quarter, a record or x86
 instruction context's an eighth, an 8-bit image context's a sixteenth) + 2**hist_bits (history) +
 2**hist_bits (match table, int32 per 4 bytes of history) + 8.25 MiB per APM + about 1.5 MiB (order-1
-counters, weights, the text state's indirect tables, the record detector's counts).
+counters, weights, the text state's indirect tables, the record detector's counts) + with byte
+histories, a quarter of each text context's history bytes (a 4-byte entry per 16 bytes).
 """
 
 from __future__ import annotations
@@ -66,7 +70,8 @@ from ..coder import new_state as new_coder_state
 from ..quantize import binary_frequency
 from . import presets
 from ._snapshot import put_back, take
-from .bit import contexts, distribution, image, instructions, match, mixer, record, sse, text
+from .bit import byte_history, contexts, distribution, image, instructions, match, mixer, record, sse, text
+from .bit.byte_history import byte_history_input, byte_history_train, byte_history_update
 from .bit.contexts import bucket, context_hash, find_bucket
 from .bit.distribution import source_begin, source_begin_no_ssm, source_input, source_learn, source_learn_no_ssm
 from .bit.hashing import mix_hash, order6_hash
@@ -93,9 +98,10 @@ SMALL_TEXT_TABLE_SHIFT = 2  # and the small text contexts' (contexts.SMALL_TEXT_
 #: st[ABLATE], for diagnostics only (Model.ablated): bit 0 switches off the inputs flagged in the
 #: state's "ablated" field (one word per input), bit 1 skips the APMs
 ABLATE_INPUTS, ABLATE_APMS = 1, 2
-MAX_INPUTS = 2 * N_HASHED + 5  # orders 0 and 1, contexts, match, runs, source, bias
+MAX_INPUTS = 3 * N_HASHED + 5  # orders 0 and 1, contexts, match, runs, byte histories, source, bias
 
-# Counter array layout: [order 0: 256][order 1: 65536][match: 64][state maps: n x 256].
+# Counter array layout: [order 0: 256][order 1: 65536][match: 64][state maps: n x 256]
+# [byte histories: n x byte_history.N_COUNTERS, with them].
 ORDER1_BASE = 256
 MATCH_SM_BASE = ORDER1_BASE + 65536
 STATE_MAP_BASE = MATCH_SM_BASE + match.N_COUNTERS
@@ -103,11 +109,11 @@ STATE_MAP_BASE = MATCH_SM_BASE + match.N_COUNTERS
 #: The model's tables (views of the Model's arrays): 32-bit counters, bit-history states (uint8),
 #: mixer weights and APM buckets (int32), the history ring (uint8), the match table (int32), the
 #: fixed tables (int64, .bit.tables) and the mixers' input vector (int64 scratch).
-Tables = namedtuple("Tables", "counters states weights apm hist mtable aux lut inputs")
+Tables = namedtuple("Tables", "counters states weights apm hist mtable aux lut inputs byte_entries")
 SCALARS = ("c0 hist4 hist8 pos bit p_mix table_bits hist_bits ablate n_ctx n_runs n_mix n_apm "
-           "n_in source x86_block").split()
+           "n_in source x86_block byte_histories").split()
 (C0, HIST4, HIST8, POS, BIT, P_MIX, TABLE_BITS, HIST_BITS, ABLATE, N_CTX, N_RUNS, N_MIX, N_APM,
- N_IN, SOURCE, X86_BLOCK) = range(len(SCALARS))
+ N_IN, SOURCE, X86_BLOCK, BYTE_HISTORIES) = range(len(SCALARS))
 #: The model state is one int64 array ``st``: the scalars above, then one field per job, each at the
 #: offset :func:`_layout` computes from its size (n contexts: at most N_HASHED).  One array, not a
 #: named tuple of arrays: a named tuple's fields cost atomic reference counts per bit (measured: the
@@ -116,7 +122,9 @@ STATE_FIELDS = (("scalars", len(SCALARS)), ("kinds", N_HASHED), ("orders", N_HAS
                 ("idle", N_HASHED), ("regions", N_HASHED), ("region_bits", N_HASHED), ("buckets", N_HASHED),
                 ("state_slots", N_HASHED), ("slots", 2 + N_HASHED), ("match", match.STATE_SIZE),
                 ("mixers", mixer.STATE_SIZE), ("apms", sse.STATE_SIZE), ("text", text.TEXT_SIZE),
-                ("record", record.STATE_SIZE), ("instructions", instructions.STATE_SIZE), ("ablated", MAX_INPUTS))
+                ("record", record.STATE_SIZE), ("instructions", instructions.STATE_SIZE), ("ablated", MAX_INPUTS),
+                ("byte_history", byte_history.state_size(N_HASHED)), ("entry_regions", N_HASHED),
+                ("entry_bits", N_HASHED))
 
 
 def _layout(fields) -> dict:
@@ -132,8 +140,9 @@ def _layout(fields) -> dict:
 _AT = _layout(STATE_FIELDS)
 KINDS, ORDERS, HASHES, IDLE, REGIONS, REGION_BITS, BUCKETS, STATE_SLOTS, SLOTS = (
     _AT[k] for k in ("kinds", "orders", "hashes", "idle", "regions", "region_bits", "buckets", "state_slots", "slots"))
-MATCH, MIXERS, APMS, TEXT, RECORD, INSTRUCTIONS, ABLATED, STATE_SIZE = (
-    _AT[k] for k in ("match", "mixers", "apms", "text", "record", "instructions", "ablated", "size"))
+MATCH, MIXERS, APMS, TEXT, RECORD, INSTRUCTIONS, ABLATED, BYTE_HISTORY, ENTRY_REGIONS, ENTRY_BITS, STATE_SIZE = (
+    _AT[k] for k in ("match", "mixers", "apms", "text", "record", "instructions", "ablated", "byte_history",
+                     "entry_regions", "entry_bits", "size"))
 #: the int32 array ``aux``: the text state's tables (:mod:`.bit.text`), then the record detector's
 RECORD_AUX = text.AUX_SIZE
 AUX_SIZE = text.AUX_SIZE + record.AUX_SIZE
@@ -184,6 +193,10 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup)
         if st[IDLE + k]:  # an idle context gives nothing and learns nothing (see _update)
             inputs[2 + k] = 0
     inputs[2 + n_ctx] = match_predict(st, MATCH, hist, st[HIST_BITS], counters, MATCH_SM_BASE, lut, c0, bit)
+    n_bytes = st[BYTE_HISTORIES]
+    for k in range(n_bytes):
+        inputs[run + n_runs + k] = byte_history_input(st, BYTE_HISTORY, n_bytes, k, counters,
+                                                      STATE_MAP_BASE + n_ctx * 256, lut, c0, bit)
     if st[SOURCE]:
         inputs[n_in - 2] = source_input(cum, c0, bit, lut)
     inputs[n_in - 1] = 256
@@ -208,7 +221,7 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup)
 
 
 @kernel(inline=True)
-def _end_of_byte(st, hist, mtable, aux, byte):
+def _end_of_byte(st, hist, mtable, aux, byte_entries, byte):
     """Advance the byte contexts, the history and the match model after a whole byte."""
     hist_bits = st[HIST_BITS]
     hist_mask = (np.int64(1) << hist_bits) - 1
@@ -232,11 +245,15 @@ def _end_of_byte(st, hist, mtable, aux, byte):
         st[HASHES + k] = context_hash(kind, c4, c8, st, TEXT, RECORD, INSTRUCTIONS, aux, hist, hist_mask, pos)
         st[IDLE + k] = ((idle and contexts.needs_record(kind)) or (no_image and image.is_gray(kind))
                         or (no_code and instructions.is_instruction(kind)))
+    n = st[BYTE_HISTORIES]
+    if n:
+        byte_history_update(st, BYTE_HISTORY, n, byte_entries, st[ENTRY_REGIONS:ENTRY_REGIONS + n],
+                            st[ENTRY_BITS:ENTRY_BITS + n], st[HASHES:HASHES + n], st[IDLE:IDLE + n], byte)
     match_update(st, MATCH, hist, mtable, hist_bits, pos, byte, order6_hash(c4, c8))
 
 
 @kernel(inline=True)
-def _update(st, counters, states, weights, apm, hist, mtable, aux, lut, inputs, bit):
+def _update(st, counters, states, weights, apm, hist, mtable, aux, lut, inputs, byte_entries, bit):
     """Learn from the coded bit; advance to the next bit."""
     n_ctx = st[N_CTX]
     train(counters, st[SLOTS + 0], bit, LIMIT_ORDER0, lut)
@@ -247,6 +264,8 @@ def _update(st, counters, states, weights, apm, hist, mtable, aux, lut, inputs, 
             slot = st[STATE_SLOTS + k]
             states[slot] = lut[LUT_NEXT + 2 * np.int64(states[slot]) + bit]
     match_train(st, MATCH, counters, bit, lut)
+    if st[BYTE_HISTORIES]:
+        byte_history_train(st, BYTE_HISTORY, st[BYTE_HISTORIES], counters, bit, lut)
     n_in = st[N_IN]
     final = final_set(n_ctx, n_in, st[C0])
     mixer_update(weights, inputs, n_in, st, MIXERS, st[N_MIX], final, st[P_MIX], bit, st[POS])
@@ -255,7 +274,7 @@ def _update(st, counters, states, weights, apm, hist, mtable, aux, lut, inputs, 
     c0 = st[C0] * 2 + bit
     st[BIT] += 1
     if c0 >= 256:
-        _end_of_byte(st, hist, mtable, aux, c0 & 0xFF)
+        _end_of_byte(st, hist, mtable, aux, byte_entries, c0 & 0xFF)
         c0 = 1
         st[BIT] = 0
     st[C0] = c0
@@ -288,7 +307,7 @@ def _node_predictions(st, tb, cum, coded, mixed):
     the coded path the model learns between bits, so the coder's probabilities differ slightly
     (mixer weights and APMs learn).
     """
-    counters, states, weights, apm, hist, mtable, aux, lut, inputs = tb
+    counters, states, weights, apm, hist, mtable, aux, lut, inputs, byte_entries = tb
     n_ctx = st[N_CTX]
     scratch = st.copy()
     found = np.empty((16, n_ctx), dtype=np.int64)  # per nibble node 1..15 (bits 0 and 4)
@@ -332,7 +351,7 @@ def run_range(mode, data, coded, rc, st, tb, src, trace, stages, start, end):
     """
     tracing = trace.shape[0] > 0
     staging = stages.shape[0] > 0
-    counters, states, weights, apm, hist, mtable, aux, lut, inputs = tb
+    counters, states, weights, apm, hist, mtable, aux, lut, inputs, byte_entries = tb
     cum = src.cum  # per bit only this array: a named tuple's arrays would cost reference counts per bit
     for i in range(start, end):
         byte = np.int64(data[i]) if mode != DECODE else np.int64(0)
@@ -352,7 +371,7 @@ def run_range(mode, data, coded, rc, st, tb, src, trace, stages, start, end):
                 p_mix = st[P_MIX]
                 trace[8 * i + j, 0] = p if bit else 65536 - p
                 trace[8 * i + j, 1] = p_mix if bit else 65536 - p_mix
-            _update(st, counters, states, weights, apm, hist, mtable, aux, lut, inputs, bit)
+            _update(st, counters, states, weights, apm, hist, mtable, aux, lut, inputs, byte_entries, bit)
         if mode == DECODE:
             data[i] = st[HIST4] & 0xFF
         if st[SOURCE]:
@@ -368,6 +387,7 @@ RECORD_LIST = b"\x00\x01"  # a record with a component list starts so (a first r
 RECORD_MASK = b"\x00\x02"  # and one with a component set
 RECORD_WIDE = b"\x00\x03"  # and one with a component set that holds kinds from 32 on
 DETECTOR_SHIFT = 6  # a component set's last byte: the byte-distribution source, and these 2 bits the detector's
+BYTE_HISTORIES_BIT = 1 << 5  # and this bit: the byte histories (sources are below it)
 #: the record detector's revision -> its bits in the component set's last byte (see Config), and back
 DETECTOR_BITS = (0b00, 0b10, 0b11)
 DETECTOR_REVISIONS = {bits: revision for revision, bits in enumerate(DETECTOR_BITS)}
@@ -411,6 +431,7 @@ class Config:
     kinds: tuple | None = None
     source: int = distribution.SOURCE_NONE
     detector: int = 0
+    byte_histories: bool = False
 
     def __post_init__(self):
         if self.kinds is not None:  # a set of kinds, kept in id order (see Records)
@@ -430,9 +451,17 @@ class Config:
         return min(self.contexts, FIRST_RECORD_RUNS) if self.kinds is None else self.contexts
 
     @property
+    def byte_history_inputs(self) -> int:
+        """How many contexts have byte histories: the text contexts, which come first in id order
+        (the structure and x86 contexts, idle on text, have none)."""
+        if not self.byte_histories:
+            return 0
+        return sum(not contexts.is_structure(kind) and not instructions.is_instruction(kind) for kind in self.context_kinds)
+
+    @property
     def inputs(self) -> int:
         """Width of the mixers' input vector (see the module docstring)."""
-        return 2 + self.contexts + 1 + self.run_inputs + (1 if self.source else 0) + 1
+        return 2 + self.contexts + 1 + self.run_inputs + self.byte_history_inputs + (1 if self.source else 0) + 1
 
     def to_bytes(self) -> bytes:
         if self.kinds is None:
@@ -444,24 +473,25 @@ class Config:
             head, width = RECORD_MASK + fields, 4
         else:
             head = RECORD_WIDE + fields + bytes([width])
-        return head + mask.to_bytes(width, "little") + bytes([self.source | (DETECTOR_BITS[self.detector] << DETECTOR_SHIFT)])
+        last = self.source | (BYTE_HISTORIES_BIT if self.byte_histories else 0) | (DETECTOR_BITS[self.detector] << DETECTOR_SHIFT)
+        return head + mask.to_bytes(width, "little") + bytes([last])
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> "Config":
         raw = bytes(raw)
         if raw[:2] in (RECORD_LIST, RECORD_MASK, RECORD_WIDE):
-            source, detector = 0, 0
+            source, detector, histories = 0, 0, False
             if raw[:2] == RECORD_LIST and len(raw) >= 7:
                 kinds = tuple(raw[7:])
                 if raw[6] != len(kinds):
                     raise ValueError("cm component list has the wrong length")
             elif raw[:2] == RECORD_MASK and len(raw) == 11:
-                kinds, source, detector = _component_set(raw[6:10], raw[10])
+                kinds, source, detector, histories = _component_set(raw[6:10], raw[10])
             elif raw[:2] == RECORD_WIDE and len(raw) >= 7 and 5 <= raw[6] <= 8 and len(raw) == 8 + raw[6] and raw[-2]:
-                kinds, source, detector = _component_set(raw[7:-1], raw[-1])
+                kinds, source, detector, histories = _component_set(raw[7:-1], raw[-1])
             else:
                 raise ValueError("cm model record has the wrong length")
-            config = cls(raw[2], raw[3], len(kinds), raw[4], raw[5], kinds, source, detector)
+            config = cls(raw[2], raw[3], len(kinds), raw[4], raw[5], kinds, source, detector, histories)
             if len(set(kinds)) != len(kinds) or any(k >= N_HASHED for k in kinds):
                 raise ValueError(f"cm component list invalid (unknown or repeated context): {kinds}; a context "
                                  f"this build does not know needs a newer statemix")
@@ -479,10 +509,11 @@ class Config:
 
     def memory_bytes(self) -> int:
         """Upper bound of the model's memory, in bytes."""
-        counters = STATE_MAP_BASE + self.contexts * 256
+        counters = STATE_MAP_BASE + self.contexts * 256 + self.byte_history_inputs * byte_history.N_COUNTERS
         words = counters + sse.rows(self.apms, self.has_records) * sse.BUCKETS + mixer.sets(self.contexts) * self.inputs + 256 * N_MIXERS
         return (4 * (words + AUX_SIZE) + self.history_bytes + (1 << self.hist_bits)
-                + 4 * (1 << (self.hist_bits - 2)) + distribution.memory_bytes(self.source, self.source_table_bits))
+                + 4 * (1 << (self.hist_bits - 2)) + distribution.memory_bytes(self.source, self.source_table_bits)
+                + 4 * self.byte_history_entries)
 
     def region_bits(self, kind: int) -> int:
         """log2 of the bytes of bit-history states of context ``kind``: ``table_bits``, an eighth of
@@ -499,6 +530,15 @@ class Config:
         small = contexts.needs_record(kind) or instructions.is_instruction(kind)
         return self.table_bits - (RECORD_TABLE_SHIFT if small else 0)
 
+    def entry_bits(self, kind: int) -> int:
+        """log2 of the byte-history entries of context ``kind`` (:mod:`.bit.byte_history`)."""
+        return self.region_bits(kind) - byte_history.ENTRY_SHIFT
+
+    @property
+    def byte_history_entries(self) -> int:
+        """uint32 entries of the byte-history table: every context's part (none without byte histories)."""
+        return sum(1 << self.entry_bits(kind) for kind in self.context_kinds[: self.byte_history_inputs])
+
     @property
     def history_bytes(self) -> int:
         """Bytes of the bit-history table: every context's region."""
@@ -513,7 +553,9 @@ class Config:
     def components(self) -> list[str]:
         """The names of the components this configuration has (see :meth:`Model.ablated`)."""
         source = [distribution.NAMES[self.source]] if self.source else []
-        return ["order 0", "order 1", *(contexts.NAMES[k] for k in self.context_kinds), "match", *source, "APMs"]
+        histories = ["byte histories"] if self.byte_histories else []
+        return ["order 0", "order 1", *(contexts.NAMES[k] for k in self.context_kinds), "match", *histories, *source,
+                "APMs"]
 
     def describe(self) -> str:
         """In words: "cm level 2 (10 contexts of 16 MiB, 3 mixers, 2 APMs, 16 MiB history, ...)"."""
@@ -533,16 +575,16 @@ class Config:
                 f"{_size(1 << self.hist_bits)} history, at most {_size(self.memory_bytes())} of memory)")
 
 
-def _component_set(mask: bytes, last: int) -> tuple[tuple, int, int]:
-    """(kinds, source, detector) of a component set's mask (little-endian) and its last byte."""
+def _component_set(mask: bytes, last: int) -> tuple[tuple, int, int, bool]:
+    """(kinds, source, detector, byte histories) of a component set's mask (little-endian) and its last byte."""
     bits = int.from_bytes(mask, "little")
     kinds = tuple(kind for kind in range(8 * len(mask)) if (bits >> kind) & 1)
-    source, revision = last & ((1 << DETECTOR_SHIFT) - 1), last >> DETECTOR_SHIFT
+    source, revision = last & (BYTE_HISTORIES_BIT - 1), last >> DETECTOR_SHIFT
     if source not in distribution.PRESETS and source != distribution.SOURCE_NONE:
         raise ValueError(f"cm byte-distribution source {source} unknown (a newer statemix may know it)")
     if revision not in DETECTOR_REVISIONS:
         raise ValueError(f"cm record detector {revision:02b} unknown (a newer statemix may know it)")
-    return kinds, source, DETECTOR_REVISIONS[revision]
+    return kinds, source, DETECTOR_REVISIONS[revision], bool(last & BYTE_HISTORIES_BIT)
 
 
 def _size(n: int) -> str:
@@ -566,6 +608,11 @@ def new_state(config: Config) -> np.ndarray:
     st[N_CTX], st[N_RUNS], st[N_MIX], st[N_APM], st[N_IN] = (config.contexts, config.run_inputs, config.mixers,
                                                              config.apms, config.inputs)
     st[SOURCE] = config.source
+    n = st[BYTE_HISTORIES] = config.byte_history_inputs  # the first n contexts have byte histories
+    st[BYTE_HISTORY + byte_history.ENTRY * n:BYTE_HISTORY + (byte_history.EXPECT + 1) * n] = -1  # no entry, no byte
+    entry_bits = [config.entry_bits(kind) for kind in config.context_kinds[:n]]
+    st[ENTRY_BITS:ENTRY_BITS + n] = entry_bits
+    st[ENTRY_REGIONS:ENTRY_REGIONS + n] = np.cumsum([0] + [1 << b for b in entry_bits])[:-1]
     st[KINDS:KINDS + config.contexts] = config.context_kinds
     st[ORDERS:ORDERS + config.contexts] = [contexts.ORDERS[kind] for kind in config.context_kinds]
     st[IDLE:IDLE + config.contexts] = [contexts.is_structure(kind) or instructions.is_instruction(kind)
@@ -587,8 +634,11 @@ class Model:
         self.spec = ModelSpec(MODEL_ID, config.to_bytes())
         self.lut = lookup_tables()
         self.state = new_state(config)
-        self.counters = np.full(STATE_MAP_BASE + config.contexts * 256, COUNTER_INIT, dtype=np.uint32)
-        self.counters[STATE_MAP_BASE:] = np.tile(self.lut[LUT_INITIAL : LUT_INITIAL + 256], config.contexts)
+        state_maps = STATE_MAP_BASE + config.contexts * 256
+        self.counters = np.full(state_maps + config.byte_history_inputs * byte_history.N_COUNTERS, COUNTER_INIT,
+                                dtype=np.uint32)
+        self.counters[STATE_MAP_BASE:state_maps] = np.tile(self.lut[LUT_INITIAL : LUT_INITIAL + 256], config.contexts)
+        self.byte_entries = np.zeros(max(config.byte_history_entries, 1), dtype=np.uint32)
         # the histories, then the empty bucket that read-only lookups return (contexts.find_bucket)
         self.states = np.zeros(config.history_bytes + 16, dtype=np.uint8)
         self.weights = mixer.initial_weights(mixer.sets(config.contexts), config.inputs, config.mixers)
@@ -634,6 +684,8 @@ class Model:
         inputs = {"order 0": [0], "order 1": [1], "match": [2 + config.contexts], "APMs": []}
         if config.source:
             inputs[distribution.NAMES[config.source]] = [config.inputs - 2]
+        first_history = 3 + config.contexts + config.run_inputs
+        inputs["byte histories"] = list(range(first_history, first_history + config.byte_history_inputs))
         for k, kind in enumerate(config.context_kinds):
             inputs[contexts.NAMES[kind]] = [2 + k] + ([3 + config.contexts + k] if k < config.run_inputs else [])
         model = Model(config)
@@ -652,7 +704,7 @@ class Model:
             dec_init(self.rc, coded)
         n = data.shape[0]
         tables = Tables(self.counters, self.states, self.weights, self.apm, self.hist, self.mtable, self.aux,
-                        self.lut, self.inputs)
+                        self.lut, self.inputs, self.byte_entries)
         source = self.source.arrays() if self.source is not None else _no_source()
         uses_ssm = self.source is not None and self.source.uses_ssm
         staging = self._stage_sink is not None and mode == ENCODE

@@ -43,12 +43,15 @@ STRUCTURE_KINDS = tuple(range(21, 32))
 #: /usr/bin/bash)
 INSTRUCTION_KINDS = (32, 33)
 CM_KINDS = TEXT_KINDS + STRUCTURE_KINDS + INSTRUCTION_KINDS
+#: Levels 2 and 3 have byte histories (bench/RESULTS.md, issue 12: -0.26% on enwik8_1M, -0.48% on
+#: enwik8_3M, for about a quarter more time); level 2's contexts have 32 MiB regions like level 3's
+#: (-0.03% and -0.14%, for 295 MiB more: the compressor no longer holds the model twice).
 CM_LEVELS = {
     1: dict(table_bits=20, hist_bits=22, contexts=5, mixers=1, apms=1),
-    2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=7, apms=4, kinds=CM_KINDS, source=1,
-            detector=2),
+    2: dict(table_bits=25, hist_bits=24, contexts=len(CM_KINDS), mixers=7, apms=4, kinds=CM_KINDS, source=1,
+            detector=2, byte_histories=True),
     3: dict(table_bits=25, hist_bits=26, contexts=len(CM_KINDS), mixers=7, apms=4, kinds=CM_KINDS, source=2,
-            detector=2),
+            detector=2, byte_histories=True),
 }
 #: Largest sizes any cm preset writes: a record asking for more is corrupt (and could not be
 #: allocated on an ordinary machine: 2**26 * 10 bytes of tables alone is 640 MiB).
@@ -59,8 +62,9 @@ CM_MIN_TABLE_BITS, CM_MIN_HIST_BITS = 12, 16
 
 def cm_sized(level: int, fit: int | None) -> dict:
     """The cm preset of ``level`` with its tables sized to ``fit`` (None: full size)."""
-    # kinds: the component list (None: the first records); detector: the record detector's revision
-    preset = {"kinds": None, "source": 0, "detector": 0, **CM_LEVELS[level]}
+    # kinds: the component list (None: the first records); detector: the record detector's revision;
+    # byte_histories: the contexts' byte histories (.bit.byte_history)
+    preset = {"kinds": None, "source": 0, "detector": 0, "byte_histories": False, **CM_LEVELS[level]}
     if fit is not None:
         preset["table_bits"] = min(preset["table_bits"], fit + 2)
         preset["hist_bits"] = min(preset["hist_bits"], max(CM_MIN_HIST_BITS, fit))

@@ -1,0 +1,126 @@
+"""cm's byte histories (statemix.models.bit.byte_history) against a plain-Python reference, and in
+the model: the record bit, the inputs' place, and round trips."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+import statemix
+from statemix._jit import kernel
+from statemix.models import cm
+from statemix.models.bit import byte_history as bh
+from statemix.models.bit.byte_history import byte_history_input, byte_history_train, byte_history_update
+from statemix.models.bit.tables import lookup_tables
+
+from conftest import text_sample
+from test_hashing import reference_mix_hash
+
+
+@kernel
+def _drive(data, hashes, idle, table, regions, entry_bits, st, counters, lut, slots):
+    """Run the byte histories over ``data`` as cm does: per bit every context's input, then training;
+    after each byte, the update with the next contexts' ``hashes[i]`` and ``idle[i]``."""
+    n = hashes.shape[1]
+    for i in range(data.shape[0]):
+        c0 = np.int64(1)
+        for j in range(8):
+            for k in range(n):
+                byte_history_input(st, 0, n, k, counters, 0, lut, c0, j)
+                slots[8 * i + j, k] = st[bh.SLOT * n + k]
+            bit = (np.int64(data[i]) >> (7 - j)) & 1
+            byte_history_train(st, 0, n, counters, bit, lut)
+            c0 = 2 * c0 + bit
+        byte_history_update(st, 0, n, table, regions, entry_bits, hashes[i], idle[i], np.int64(data[i]))
+
+
+def _reference(data, hashes, idle, regions, entry_bits, size):
+    """The module docstring's rules in Python integers: (slots per bit and context, final table)."""
+    n = hashes.shape[1]
+    table = [0] * size
+    at, expect, run = [-1] * n, [-1] * n, [0] * n
+    slots = []
+    for i, byte in enumerate(data):
+        c0 = 1
+        for j in range(8):
+            row = []
+            for k in range(n):
+                e = expect[k] | 256
+                if expect[k] >= 0 and e >> (8 - j) == c0:
+                    row.append(k * bh.N_COUNTERS + ((min(run[k], 15) * 8 + j) << 1) + ((e >> (7 - j)) & 1))
+                else:
+                    row.append(-1)
+            slots.append(row)
+            c0 = 2 * c0 + ((byte >> (7 - j)) & 1)
+        for k in range(n):
+            if at[k] >= 0:
+                new_run = min(run[k] + 1, 255) if expect[k] == byte else 1
+                table[at[k]] = (table[at[k]] & 0xFF0000) | (new_run << 8) | byte
+            expect[k], run[k] = -1, 0
+            if idle[i, k]:
+                at[k] = -1
+                continue
+            h = reference_mix_hash(int(hashes[i, k]), bh.SALT)
+            at[k] = int(regions[k]) + ((h >> 8) & ((1 << int(entry_bits[k])) - 1))
+            check = (h >> 48) & 0xFF
+            entry = table[at[k]]
+            if entry >> 16 == check and entry & 0xFF00:
+                expect[k], run[k] = entry & 0xFF, (entry >> 8) & 0xFF
+            else:
+                table[at[k]] = check << 16
+    return slots, table
+
+
+def test_byte_histories_follow_the_reference():
+    rng = random.Random(7)
+    # repeats (runs past 15), variations and random bytes; three contexts: order 1, order 2 and a
+    # context idle every third byte, in tables small enough to collide
+    data = bytes(b"abcabcabc" * 12) + text_sample(600, seed=3) + rng.randbytes(200) + b"x" * 300
+    arr = np.frombuffer(data, dtype=np.uint8)
+    n = 3
+    hashes = np.zeros((len(data), n), dtype=np.int64)
+    idle = np.zeros((len(data), n), dtype=np.int64)
+    for i in range(len(data)):
+        hashes[i, 0] = data[i] * 7919
+        hashes[i, 1] = (data[i - 1] << 8 | data[i]) * 104729 + (1 << 62) if i else 5
+        hashes[i, 2] = -(data[i] + 1)
+        idle[i, 2] = i % 3 == 0
+    entry_bits = np.array([5, 6, 4], dtype=np.int64)
+    regions = np.cumsum([0] + [1 << b for b in entry_bits])[:-1].astype(np.int64)
+    size = int(sum(1 << b for b in entry_bits))
+    table = np.zeros(size, dtype=np.uint32)
+    st = np.zeros(bh.state_size(n), dtype=np.int64)
+    st[: 2 * n] = -1  # no entry, no expected byte
+    lut = lookup_tables()
+    counters = np.full(n * bh.N_COUNTERS, 1 << 31, dtype=np.uint32)
+    slots = np.zeros((8 * len(data), n), dtype=np.int64)
+    _drive(arr, hashes, idle, table, regions, entry_bits, st, counters, lut, slots)
+    expected_slots, expected_table = _reference(data, hashes, idle, regions, entry_bits, size)
+    assert slots.tolist() == expected_slots
+    assert table.tolist() == expected_table
+    assert (slots >= 0).mean() > 0.3  # the contexts did predict, often
+    assert max(((e >> 8) & 0xFF) for e in expected_table) > 15  # and runs passed the last bucket
+
+
+def test_record_carries_byte_histories_and_only_text_contexts_get_them():
+    level2 = cm.config_for_level(2, 1 << 20)
+    assert level2.byte_histories
+    text_contexts = sum(kind < 21 for kind in level2.context_kinds)
+    assert level2.byte_history_inputs == text_contexts
+    assert cm.Config.from_bytes(level2.to_bytes()) == level2
+    without = cm.Config(**{**level2.__dict__, "byte_histories": False})
+    assert cm.Config.from_bytes(without.to_bytes()) == without
+    assert without.to_bytes()[-1] | cm.BYTE_HISTORIES_BIT == level2.to_bytes()[-1]
+    assert level2.inputs == without.inputs + text_contexts
+    assert level2.memory_bytes() > without.memory_bytes()
+
+
+def test_byte_histories_change_the_code_and_round_trip():
+    data = text_sample(30_000, seed=8)
+    level2 = cm.config_for_level(2, len(data))
+    without = cm.Config(**{**level2.__dict__, "byte_histories": False})
+    coded = cm.Model(level2).encode(data, len(data))
+    assert coded != cm.Model(without).encode(data, len(data))
+    assert cm.Model(level2).decode(coded, len(data)) == data
+    assert statemix.decompress(statemix.compress(data)) == data
