@@ -104,23 +104,23 @@ def test_byte_histories_follow_the_reference():
 
 
 def test_record_carries_byte_histories_and_only_text_contexts_get_them():
-    level2 = cm.config_for_level(2, 1 << 20)
-    assert level2.byte_histories
-    text_contexts = sum(kind < 21 for kind in level2.context_kinds)
-    assert level2.byte_history_inputs == text_contexts
-    assert cm.Config.from_bytes(level2.to_bytes()) == level2
-    without = cm.Config(**{**level2.__dict__, "byte_histories": False})
+    level3 = cm.config_for_level(3, 1 << 20)
+    assert level3.byte_histories and not cm.config_for_level(2, 1 << 20).byte_histories
+    text_contexts = sum(kind < 21 for kind in level3.context_kinds)
+    assert level3.byte_history_inputs == text_contexts
+    assert cm.Config.from_bytes(level3.to_bytes()) == level3
+    without = cm.Config(**{**level3.__dict__, "byte_histories": False})
     assert cm.Config.from_bytes(without.to_bytes()) == without
-    assert without.to_bytes()[-1] | cm.BYTE_HISTORIES_BIT == level2.to_bytes()[-1]
-    assert level2.inputs == without.inputs + text_contexts
-    assert level2.memory_bytes() > without.memory_bytes()
+    assert without.to_bytes()[-1] | cm.BYTE_HISTORIES_BIT == level3.to_bytes()[-1]
+    assert level3.inputs == without.inputs + text_contexts
+    assert level3.memory_bytes() > without.memory_bytes()
 
 
 def test_byte_histories_change_the_code_and_round_trip():
     data = text_sample(30_000, seed=8)
-    level2 = cm.config_for_level(2, len(data))
-    without = cm.Config(**{**level2.__dict__, "byte_histories": False})
-    coded = cm.Model(level2).encode(data, len(data))
+    level3 = cm.config_for_level(3, len(data))
+    without = cm.Config(**{**level3.__dict__, "byte_histories": False})
+    coded = cm.Model(level3).encode(data, len(data))
     assert coded != cm.Model(without).encode(data, len(data))
-    assert cm.Model(level2).decode(coded, len(data)) == data
-    assert statemix.decompress(statemix.compress(data)) == data
+    assert cm.Model(level3).decode(coded, len(data)) == data
+    assert statemix.decompress(statemix.compress(data, level=3)) == data

@@ -43,9 +43,9 @@ def test_memory_limit():
 
 
 @pytest.mark.parametrize("model,level,hint,words", [
-    ("cm", 2, None, "cm level 2 (33 contexts of 32 MiB, 8 of them record contexts of 4 MiB, 3 of them 8-bit image "
-                    "contexts of 2 MiB, 2 of them x86 instruction contexts of 4 MiB, 4 of them small text contexts of "
-                    "8 MiB: order 2, order 3,"),
+    ("cm", 2, None, "cm level 2 (33 contexts of 16 MiB, 8 of them record contexts of 2 MiB, 3 of them 8-bit image "
+                    "contexts of 1 MiB, 2 of them x86 instruction contexts of 2 MiB, 4 of them small text contexts of "
+                    "4 MiB: order 2, order 3,"),
     ("cm", 1, 5000, "cm level 1 (5 contexts of"),
     ("cm", 3, None, "cm level 3 ("),
     ("ssm", 1, None, "ssm level 1 (count models only"),
