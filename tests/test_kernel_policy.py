@@ -255,8 +255,7 @@ def test_cm_without_the_ssm_compiles_stubs_in_place_of_the_ssm():
     assert model.source.uses_ssm
     data = np.frombuffer(b"an SSM source", dtype=np.uint8).copy()
     coded = np.zeros(64, dtype=np.uint8)
-    tables = cm.Tables(model.counters, model.states, model.weights, model.apm, model.hist, model.mtable,
-                       model.aux, model.lut, model.inputs)
+    tables = model.tables()
     cm.enc_init(model.rc)
     with pytest.raises(RuntimeError, match="without the SSM"):
         cm.run_range_no_ssm(cm.ENCODE, data, coded, model.rc, model.state, tables, model.source.arrays(),

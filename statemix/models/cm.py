@@ -694,6 +694,11 @@ class Model:
         model.state[ABLATE] = (ABLATE_INPUTS if switched_off else 0) | (ABLATE_APMS if "APMs" in components else 0)
         return model
 
+    def tables(self) -> Tables:
+        """The model's arrays as the jitted loop takes them."""
+        return Tables(self.counters, self.states, self.weights, self.apm, self.hist, self.mtable, self.aux,
+                      self.lut, self.inputs, self.byte_entries)
+
     def _run(self, mode: int, data: np.ndarray, coded: np.ndarray, progress) -> int:
         trace = _NO_TRACE
         if self._sink is not None and mode != DECODE:
@@ -703,8 +708,7 @@ class Model:
         elif mode == DECODE:
             dec_init(self.rc, coded)
         n = data.shape[0]
-        tables = Tables(self.counters, self.states, self.weights, self.apm, self.hist, self.mtable, self.aux,
-                        self.lut, self.inputs, self.byte_entries)
+        tables = self.tables()
         source = self.source.arrays() if self.source is not None else _no_source()
         uses_ssm = self.source is not None and self.source.uses_ssm
         staging = self._stage_sink is not None and mode == ENCODE
