@@ -220,7 +220,7 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup)
     return binary_frequency((2 * p_mix + (14 * p_apm) // n_apm) >> 4)
 
 
-@kernel(inline=True)
+@kernel  # a call once per byte: inlined, it made cm's loop take about 80 s more to compile
 def _end_of_byte(st, hist, mtable, aux, byte_entries, byte):
     """Advance the byte contexts, the history and the match model after a whole byte."""
     hist_bits = st[HIST_BITS]
@@ -288,7 +288,7 @@ STAGE_NODES, STAGE_NODES_MIXER = STAGE_QUANTIZED + 1, STAGE_QUANTIZED + 2
 STAGE_ROWS = STAGE_NODES_MIXER + 1
 
 
-@kernel(inline=True)
+@kernel  # diagnostics only, once per byte: a call, not inlined (about 20 s less compiling)
 def _stage_row(st, tb, src, out):
     """Fill one byte's stage trace ``out`` (float32, STAGE_ROWS x 256) before its first bit."""
     if st[SOURCE]:
@@ -297,7 +297,7 @@ def _stage_row(st, tb, src, out):
     _node_predictions(st, tb, src.cum, out[STAGE_NODES], out[STAGE_NODES_MIXER])
 
 
-@kernel(inline=True)
+@kernel
 def _node_predictions(st, tb, cum, coded, mixed):
     """P(bit = 1) at every node of the next byte's bit tree (``coded[c0]``, and the mixer's in
     ``mixed[c0]``, c0 = 1..255), as the model stands before the byte's first bit.
