@@ -19,7 +19,7 @@ from test_hashing import reference_mix_hash
 
 
 @kernel
-def _drive(data, hashes, idle, table, regions, entry_bits, st, counters, lut, slots):
+def _drive(data, hashes, idle, table, region_bits, st, counters, lut, slots):
     """Run the byte histories over ``data`` as cm does: per bit every context's input, then training;
     after each byte, the update with the next contexts' ``hashes[i]`` and ``idle[i]``."""
     n = hashes.shape[1]
@@ -32,12 +32,15 @@ def _drive(data, hashes, idle, table, regions, entry_bits, st, counters, lut, sl
             bit = (np.int64(data[i]) >> (7 - j)) & 1
             byte_history_train(st, 0, n, counters, bit, lut)
             c0 = 2 * c0 + bit
-        byte_history_update(st, 0, n, table, regions, entry_bits, hashes[i], idle[i], np.int64(data[i]))
+        byte_history_update(st, 0, n, table, region_bits, hashes[i], idle[i], np.int64(data[i]))
 
 
-def _reference(data, hashes, idle, regions, entry_bits, size):
+def _reference(data, hashes, idle, region_bits):
     """The module docstring's rules in Python integers: (slots per bit and context, final table)."""
     n = hashes.shape[1]
+    entry_bits = [int(b) - bh.ENTRY_SHIFT for b in region_bits]  # each context's part, in order
+    regions = [sum(1 << b for b in entry_bits[:k]) for k in range(n)]
+    size = sum(1 << b for b in entry_bits)
     table = [0] * size
     at, expect, run = [-1] * n, [-1] * n, [0] * n
     slots = []
@@ -86,17 +89,15 @@ def test_byte_histories_follow_the_reference():
         hashes[i, 1] = (data[i - 1] << 8 | data[i]) * 104729 + (1 << 62) if i else 5
         hashes[i, 2] = -(data[i] + 1)
         idle[i, 2] = i % 3 == 0
-    entry_bits = np.array([5, 6, 4], dtype=np.int64)
-    regions = np.cumsum([0] + [1 << b for b in entry_bits])[:-1].astype(np.int64)
-    size = int(sum(1 << b for b in entry_bits))
-    table = np.zeros(size, dtype=np.uint32)
+    region_bits = np.array([9, 10, 8], dtype=np.int64)  # 32, 64 and 16 entries
+    table = np.zeros(32 + 64 + 16, dtype=np.uint32)
     st = np.zeros(bh.state_size(n), dtype=np.int64)
     st[: 2 * n] = -1  # no entry, no expected byte
     lut = lookup_tables()
     counters = np.full(n * bh.N_COUNTERS, 1 << 31, dtype=np.uint32)
     slots = np.zeros((8 * len(data), n), dtype=np.int64)
-    _drive(arr, hashes, idle, table, regions, entry_bits, st, counters, lut, slots)
-    expected_slots, expected_table = _reference(data, hashes, idle, regions, entry_bits, size)
+    _drive(arr, hashes, idle, table, region_bits, st, counters, lut, slots)
+    expected_slots, expected_table = _reference(data, hashes, idle, region_bits)
     assert slots.tolist() == expected_slots
     assert table.tolist() == expected_table
     assert (slots >= 0).mean() > 0.3  # the contexts did predict, often
@@ -111,7 +112,7 @@ def test_record_carries_byte_histories_and_only_text_contexts_get_them():
     assert cm.Config.from_bytes(level3.to_bytes()) == level3
     without = cm.Config(**{**level3.__dict__, "byte_histories": False})
     assert cm.Config.from_bytes(without.to_bytes()) == without
-    assert without.to_bytes()[-1] | cm.BYTE_HISTORIES_BIT == level3.to_bytes()[-1]
+    assert without.to_bytes()[-1] | cm.configuration.BYTE_HISTORIES_BIT == level3.to_bytes()[-1]
     assert level3.inputs == without.inputs + text_contexts
     assert level3.memory_bytes() > without.memory_bytes()
 

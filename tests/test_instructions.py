@@ -111,7 +111,7 @@ def test_the_default_codes_x86_blocks_with_the_instruction_contexts(monkeypatch)
     assert container.KIND_NAMES[container.MODELLED_X86] in [block.kind for block in info.blocks]
     assert statemix.decompress(stream) == code
     record = info.model.parameters
-    assert record[:2] == cm.RECORD_WIDE and {32, 33} <= set(cm.Config.from_bytes(record).kinds)
+    assert record[:2] == cm.configuration.RECORD_WIDE and {32, 33} <= set(cm.Config.from_bytes(record).kinds)
     # and they pay there: against level 2 without them
     level_2 = dict(presets.CM_LEVELS[2])
     level_2["kinds"] = tuple(k for k in level_2["kinds"] if k not in presets.INSTRUCTION_KINDS)
@@ -126,13 +126,13 @@ def test_the_default_codes_x86_blocks_with_the_instruction_contexts(monkeypatch)
 def test_a_component_set_with_instruction_contexts_is_written_wide_and_read_back(kinds):
     config = cm.Config(16, 16, len(kinds), 5, 2, kinds=kinds)
     record = config.to_bytes()
-    assert record[:2] == cm.RECORD_WIDE and record[6] == 5 and len(record) == 13
+    assert record[:2] == cm.configuration.RECORD_WIDE and record[6] == 5 and len(record) == 13
     assert cm.Config.from_bytes(record) == config
 
 
 def test_a_set_of_the_first_32_kinds_is_written_as_before():
     config = cm.Config(16, 16, 3, 5, 2, kinds=(0, 1, 31))
-    assert config.to_bytes()[:2] == cm.RECORD_MASK and len(config.to_bytes()) == 11
+    assert config.to_bytes()[:2] == cm.configuration.RECORD_MASK and len(config.to_bytes()) == 11
 
 
 @pytest.mark.parametrize("record", [

@@ -248,18 +248,19 @@ def test_a_kernel_compiled_against_a_cached_parallel_callee_loads_from_the_cache
 def test_cm_without_the_ssm_compiles_stubs_in_place_of_the_ssm():
     """cm's loop for models without the SSM (levels 1 and 2) is a variant whose SSM calls are stubs
     (half its compile time): given an SSM source anyway, it must stop at the first one, not train."""
+    from statemix.coder import enc_init
     from statemix.models import cm
 
-    assert cm.run_range_no_ssm.py_func.__code__ is cm.run_range.py_func.__code__
+    assert cm.loop.run_range_no_ssm.py_func.__code__ is cm.loop.run_range.py_func.__code__
     model = cm.Model(cm.Config(12, 16, contexts=2, mixers=1, apms=1, kinds=(0, 1), source=2))
     assert model.source.uses_ssm
     data = np.frombuffer(b"an SSM source", dtype=np.uint8).copy()
     coded = np.zeros(64, dtype=np.uint8)
     tables = model.tables()
-    cm.enc_init(model.rc)
+    enc_init(model.rc)
     with pytest.raises(RuntimeError, match="without the SSM"):
-        cm.run_range_no_ssm(cm.ENCODE, data, coded, model.rc, model.state, tables, model.source.arrays(),
-                            cm._NO_TRACE, cm._NO_STAGES, 0, len(data))
+        cm.loop.run_range_no_ssm(cm.loop.ENCODE, data, coded, model.rc, model.state, tables, model.source.arrays(),
+                                 cm._NO_TRACE, cm._NO_STAGES, 0, len(data))
 
 
 def test_subprocesses_run_the_statemix_this_process_runs(tmp_path):

@@ -56,6 +56,12 @@ def test_describe_names_the_preset(model, level, hint, words):
     assert spec_for_level(level, hint, model).describe().startswith(words)
 
 
+def test_cm_description_lists_every_component_but_the_counters_and_apms():
+    for level, last in ((2, "x86 opcodes, match, byte distribution (count models), 7 mixers, 4 APMs"),
+                        (3, "match, byte histories, byte distribution (SSM and count models), 7 mixers")):
+        assert last in spec_for_level(level).describe()
+
+
 def test_describe_custom_and_invalid_records():
     assert ModelSpec(cm.MODEL_ID, bytes([20, 22, 4, 1, 1])).describe().startswith("cm custom (4 contexts")
     assert ModelSpec(ssm.MODEL_ID, config_with(prior=0.5).to_bytes()).describe().startswith("ssm custom (")
@@ -164,7 +170,8 @@ def test_cm_component_list_record():
     assert images.to_bytes() == bytes([0, 2, 20, 22, 2, 1]) + ((1 << 0) | (1 << 4) | (1 << 29)).to_bytes(4, "little") + b"\xc1"
     assert cm.Config.from_bytes(images.to_bytes()) == images
     assert listed.components() == ["order 0", "order 1", "order 2", "word", "order 1 history", "match", "APMs"]
-    assert ModelSpec(cm.MODEL_ID, record).describe().startswith("cm custom (3 contexts of 1 MiB: order 2, word,")
+    assert ModelSpec(cm.MODEL_ID, record).describe().startswith(
+        "cm custom (3 contexts of 1 MiB: order 2, word, order 1 history, match, 2 mixers,")
     for bad in (bytes([0, 1, 20, 22, 2, 1, 2, 4, 4]), bytes([0, 1, 20, 22, 2, 1, 2, 4, 99]),
                 bytes([0, 1, 20, 22, 2, 1, 3, 4, 0]), bytes([0, 1, 27, 22, 2, 1, 1, 4]),
                 bytes([0, 2, 20, 22, 2, 1, 0, 0, 0, 0, 0]), bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0, 0x41]),
@@ -188,7 +195,7 @@ def test_cm_output_does_not_depend_on_the_order_of_its_contexts():
     config = cm.Config(16, 16, 4, 5, 4, kinds=(0, 4, 14, 16))
     data = text_sample(20000, seed=3)
     permuted = cm.Model(config)
-    permuted.state[cm.KINDS:cm.KINDS + 4] = (16, 14, 0, 4)
+    permuted.state[cm.loop.KINDS:cm.loop.KINDS + 4] = (16, 14, 0, 4)
     assert permuted.encode(data, len(data)) == cm.Model(config).encode(data, len(data))
 
 

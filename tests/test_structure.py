@@ -49,7 +49,7 @@ def kernel_lengths(data: bytes, gated: bool = False) -> list[int]:
     lengths = []
     for byte in data:
         model.learn(bytes([byte]))
-        lengths.append(int(model.state[cm.RECORD + record.LENGTH]))
+        lengths.append(int(model.state[cm.loop.RECORD + record.LENGTH]))
     return lengths
 
 
@@ -269,7 +269,7 @@ def kernel_images(data: bytes) -> list[tuple[int, int, int]]:
     out = []
     for byte in data:
         model.learn(bytes([byte]))
-        st = model.state[cm.RECORD:]
+        st = model.state[cm.loop.RECORD:]
         out.append((int(st[record.LENGTH]), int(st[record.IMAGE]), int(st[record.PIXEL])))
     return out
 

@@ -14,7 +14,8 @@ Layout::
     modes.py         ENCODE / DECODE / LEARN
     steps.py         kernel steps sized by the clock (where progress is reported)
     _snapshot.py     copies of a model's whole state (snapshot/restore)
-    cm.py            the bitwise model's loop over its components (model id 1) ...
+    cm/              the bitwise model (model id 1): the Model (__init__.py), its record
+                     (configuration.py) and its jitted loop over its components (loop.py) ...
     bit/             ... tables (stretch/squash, counter rule, bit histories), contexts, match,
                      mixer, sse (APMs): one job per module
     ssm.py           the ssm model (model id 2): BPE framing, kernel steps, snapshots ...
@@ -54,8 +55,10 @@ the word.  Adding it took three places:
    (``00 02 ...``, see ``cm.Config``), so a stream written before the new kind existed decodes
    exactly as it did, and one that uses it is refused by a build that does not know it.
 
-Then measure it alone: ``statemix diagnose FILE --ablation`` reports the bytes each component saves;
-record the gain and the cost in bench/RESULTS.md beside the commit.
+Then measure it alone: ``statemix diagnose FILE --ablation`` reports the bytes each component saves
+(its input switched off, the rest as they are), ``python bench/component_costs.py FILE`` the bytes and
+seconds of the preset with each component taken out of its record; record the gain and the cost in
+bench/RESULTS.md beside the commit.
 """
 
 from __future__ import annotations

@@ -40,13 +40,18 @@ def state_size(n: int) -> int:
 
 
 @kernel(inline=True)
-def byte_history_update(st, b0, n, table, regions, entry_bits, hashes, idle, byte):
+def byte_history_update(st, b0, n, table, region_bits, hashes, idle, byte):
     """After ``byte``: update each context's entry with it, then read the new contexts' entries.
 
-    ``regions[k]``: the first entry of context k's part of ``table``; ``entry_bits[k]``: log2 of its
-    entries; ``hashes[k]``: its new hash; ``idle[k]``: whether it is idle now.
+    ``region_bits[k]``: log2 of context k's bytes of bit histories (its part of ``table``, which
+    holds the contexts' parts in order, is ``2**(region_bits[k] - ENTRY_SHIFT)`` entries);
+    ``hashes[k]``: its new hash; ``idle[k]``: whether it is idle now.
     """
+    first = np.int64(0)  # context k's first entry
     for k in range(n):
+        entry_bits = region_bits[k] - ENTRY_SHIFT
+        part = first
+        first += np.int64(1) << entry_bits
         at = st[b0 + ENTRY * n + k]
         if at >= 0:
             entry = np.int64(table[at])
@@ -61,7 +66,7 @@ def byte_history_update(st, b0, n, table, regions, entry_bits, hashes, idle, byt
             st[b0 + ENTRY * n + k] = -1
             continue
         h = mix_hash(hashes[k], SALT)
-        at = regions[k] + ((h >> 8) & ((np.int64(1) << entry_bits[k]) - 1))
+        at = part + ((h >> 8) & ((np.int64(1) << entry_bits) - 1))
         check = (h >> 48) & 0xFF
         entry = np.int64(table[at])
         if (entry >> 16) == check and entry & 0xFF00:

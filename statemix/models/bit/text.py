@@ -19,7 +19,6 @@ from ``t0`` and in one int32 array ``aux`` (the indirect tables)::
 
 from __future__ import annotations
 
-import numpy as np
 
 from ..._jit import kernel
 from .hashing import mix_hash

@@ -1,0 +1,238 @@
+"""cm: a bitwise context-mixing byte model, all in integer arithmetic.
+
+This is statemix's first predictor (model id 1).  It codes each byte as 8 binary decisions, most
+significant bit first, and for each bit mixes the predictions of its components.  Everything is
+integer arithmetic on fixed tables, so encoder and decoder agree bit for bit on every machine.  The
+components live in :mod:`..bit`, one job per module, in the order of the data flow for one bit
+(``c0`` is the partial byte with a leading 1: 1..255; ``c1``, ``c2`` the previous bytes):
+
+1. Counters (:mod:`..bit.tables`: the counter rule and every fixed table).  Orders 0 (``c0``) and 1
+   (``c1, c0``) index counters directly.  Order 0 adapts fast (``LIMIT_ORDER0`` = 3: it follows the
+   last few bits seen at this point of a byte); order 1, the state maps and the match model's
+   counters use ``LIMIT_DIRECT`` = 1023.
+2. Hashed contexts (:mod:`..bit.contexts`): each context of the component list selects a bit-history
+   state per bit in its own region of the bit-history table; a counter per (context, state) - the
+   "state map" - learns what each history really predicts.  Each state also gives a fixed "run"
+   input: +-64 per bit seen (up to 16) when the history holds only 1s (+) or only 0s (-), else 0.
+   The record contexts (:mod:`..bit.record` finds the record length from the history; the pixel
+   contexts of :mod:`..bit.image` are looked up at every bit) are idle while no record is found: no
+   lookup, input 0, nothing trained.  Their regions are 2**-RECORD_TABLE_SHIFT of the others'.  The
+   8-bit image contexts of :mod:`..bit.image` are idle likewise unless the detector finds an 8-bit
+   image; their regions are 2**-GRAY_TABLE_SHIFT of the others'.  The x86 instruction contexts
+   (:mod:`..bit.instructions`) are idle outside blocks coded as x86 code (``encode(..., x86=True)``,
+   as the block's kind records); their regions are the record contexts' size.  The small text
+   contexts (:data:`..bit.contexts.SMALL_TEXT_KINDS`) have regions of 2**-SMALL_TEXT_TABLE_SHIFT.
+3. Match model (:mod:`..bit.match`): the byte after the most recent earlier occurrence of the last
+   bytes.  Byte histories (:mod:`..bit.byte_history`, records that say so): the byte that followed
+   each text context last time, and how often in a row, one input per text context.
+4. Mixing (:mod:`..bit.mixer`): up to seven mixers with selected weight sets and a final mixer, each
+   trained on its own code length.
+5. APMs (:mod:`..bit.sse`): up to four adaptive tables refine the mixer's probability; the coded
+   probability is ``(2 p_mix + 14 mean(p_apm)) / 16``.
+6. The probability goes to :func:`statemix.quantize.binary_frequency` and the range coder.
+
+Input vector of the mixers (stretch units, width ``2 + n + 1 + r + b + s + 1`` for ``n`` contexts)::
+
+    [order 0 | order 1 | context 0 .. n-1 | match | run 0 .. r-1 | byte history 0 .. b-1 | source | bias 256]
+
+with ``r = n`` for a record with a component list and ``r = min(n, 9)`` for the first (5-byte)
+records: there the tenth context's run input was overwritten by the bias, and that stays so;
+``b``: the text contexts (the first in id order) if the record has byte histories, else 0; ``s``:
+1 with a byte-distribution source, else 0.
+
+The component list is part of the model record (:class:`Config`, in :mod:`.configuration`), so
+the mixer's width and the tables follow from the record and adding a context never changes what an
+existing stream means.
+
+:func:`.loop.run_range` is the single loop shared by encoder, decoder and learner (for blocks that
+were stored instead of modelled): the three differ only in where each bit comes from and whether it
+is coded.  It runs any range of a block: the coder and all model state live in arrays (the state:
+one int64 array laid out by :data:`.loop.STATE_FIELDS`).  :class:`Model`, here, owns those arrays
+and runs the loop over a block in timed steps.
+
+Memory (bytes): n * 2**table_bits (histories; a small text context's a quarter, a record or x86
+instruction context's an eighth, an 8-bit image context's a sixteenth) + 2**hist_bits (history) +
+2**hist_bits (match table, int32 per 4 bytes of history) + 8.25 MiB per APM + about 1.5 MiB (order-1
+counters, weights, the text state's indirect tables, the record detector's counts) + with byte
+histories, a quarter of each text context's history bytes (a 4-byte entry per 16 bytes).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+
+import numpy as np
+
+from ..._jit import threads_at_most
+from ...coder import dec_init, enc_finish, enc_init
+from ...coder import new_state as new_coder_state
+from .._snapshot import put_back, take
+from ..bit import byte_history, contexts, distribution, mixer, sse
+from ..bit.tables import COUNTER_INIT, LUT_INITIAL, lookup_tables
+from ..modes import DECODE, ENCODE, LEARN
+from ..protocol import ModelSpec, StageStep, TraceBlock
+from ..steps import timed_steps
+from ..tokenloop import STAGE_MIXED, STAGE_QUANTIZED, STAGE_SSM
+from .configuration import Config, config_for_level
+from .loop import (ABLATE, ABLATE_APMS, ABLATE_INPUTS, ABLATED, AUX_SIZE, STAGE_NODES, STAGE_NODES_MIXER, STAGE_ROWS,
+                   STATE_MAP_BASE, X86_BLOCK, Tables, new_state, run_range, run_range_no_ssm)
+
+__all__ = ["MODEL_ID", "Config", "Model", "config_for_level"]
+
+MODEL_ID = 1
+
+#: attributes that are configuration or shared read-only tables, not state (see :meth:`Model.snapshot`)
+_CONSTANT = frozenset({"config", "spec", "lut", "_sink", "_stage_sink"})
+
+
+class Model:
+    """The cm model's state: one object per stream, fed every block of the stream in order."""
+
+    def __init__(self, config: Config):
+        self.config = config
+        self.spec = ModelSpec(MODEL_ID, config.to_bytes())
+        self.lut = lookup_tables()
+        self.state = new_state(config)
+        state_maps = STATE_MAP_BASE + config.contexts * 256
+        self.counters = np.full(state_maps + config.byte_history_inputs * byte_history.N_COUNTERS, COUNTER_INIT,
+                                dtype=np.uint32)
+        self.counters[STATE_MAP_BASE:state_maps] = np.tile(self.lut[LUT_INITIAL : LUT_INITIAL + 256], config.contexts)
+        self.byte_entries = np.zeros(max(config.byte_history_entries, 1), dtype=np.uint32)
+        # the histories, then the empty bucket that read-only lookups return (contexts.find_bucket)
+        self.states = np.zeros(config.history_bytes + 16, dtype=np.uint8)
+        self.weights = mixer.initial_weights(mixer.sets(config.contexts), config.inputs, config.mixers)
+        self.apm = sse.initial_apm(config.apms, config.has_records)
+        self.hist = np.zeros(1 << config.hist_bits, dtype=np.uint8)
+        self.mtable = np.zeros(1 << (config.hist_bits - 2), dtype=np.int32)
+        self.aux = np.zeros(AUX_SIZE, dtype=np.int32)
+        self.source = distribution.Source(config.source, config.source_table_bits) if config.source else None
+        self.rc = new_coder_state()
+        self.inputs = np.zeros(config.inputs, dtype=np.int64)
+        self._sink = None  # the trace hooks (see statemix.models.protocol)
+        self._stage_sink = None
+
+    def trace(self, sink) -> None:
+        """Report every later encoded or learned block to ``sink`` (a :class:`.protocol.TraceBlock`)."""
+        self._sink = sink
+
+    def trace_stages(self, sink) -> None:
+        """Report every later encoded block's stage distributions to ``sink``, a
+        :class:`.protocol.StageStep` per step (diagnostics: about 6 times the time of coding at level 2)."""
+        self._stage_sink = sink
+
+    def _stage_step(self, data: np.ndarray, start: int, end: int, stages: np.ndarray) -> StageStep:
+        from ..calibration import byte_distribution
+
+        named = {}
+        if self.source is not None:
+            source = distribution.NAMES[self.config.source]
+            if self.source.uses_ssm:
+                named[f"{source}: SSM softmax"] = stages[:, STAGE_SSM]
+            named[f"{source}: mixed"] = stages[:, STAGE_MIXED]
+            named[f"{source}: quantized"] = stages[:, STAGE_QUANTIZED]
+        named["cm mixer (implied)"] = byte_distribution(stages[:, STAGE_NODES_MIXER])
+        named["cm coded (implied)"] = byte_distribution(stages[:, STAGE_NODES])
+        return StageStep(data[start:end].astype(np.int64), np.arange(start, end), named)
+
+    def components(self) -> list[str]:
+        return self.config.components()
+
+    def ablated(self, components) -> "Model":
+        """A fresh model with the named components switched off (diagnostics only: no valid stream)."""
+        config = self.config
+        inputs = {"order 0": [0], "order 1": [1], "match": [2 + config.contexts], "APMs": []}
+        if config.source:
+            inputs[distribution.NAMES[config.source]] = [config.inputs - 2]
+        first_history = 3 + config.contexts + config.run_inputs
+        inputs["byte histories"] = list(range(first_history, first_history + config.byte_history_inputs))
+        for k, kind in enumerate(config.context_kinds):
+            inputs[contexts.NAMES[kind]] = [2 + k] + ([3 + config.contexts + k] if k < config.run_inputs else [])
+        model = Model(config)
+        switched_off = [i for name in components for i in inputs[name]]
+        model.state[ABLATED + np.array(switched_off, dtype=np.int64)] = 1
+        model.state[ABLATE] = (ABLATE_INPUTS if switched_off else 0) | (ABLATE_APMS if "APMs" in components else 0)
+        return model
+
+    def tables(self) -> Tables:
+        """The model's arrays as the jitted loop takes them."""
+        return Tables(self.counters, self.states, self.weights, self.apm, self.hist, self.mtable, self.aux,
+                      self.lut, self.inputs, self.byte_entries)
+
+    def _run(self, mode: int, data: np.ndarray, coded: np.ndarray, progress) -> int:
+        trace = _NO_TRACE
+        if self._sink is not None and mode != DECODE:
+            trace = np.empty((8 * data.shape[0], 2), dtype=np.int32)
+        if mode == ENCODE:
+            enc_init(self.rc)
+        elif mode == DECODE:
+            dec_init(self.rc, coded)
+        n = data.shape[0]
+        tables = self.tables()
+        source = self.source.arrays() if self.source is not None else _no_source()
+        uses_ssm = self.source is not None and self.source.uses_ssm
+        staging = self._stage_sink is not None and mode == ENCODE
+        run = run_range if uses_ssm else run_range_no_ssm
+        # the SSM source runs on one thread inside cm's byte loop: measured not to pay before the
+        # SIMD backward pass, not measured since (--model ssm's byte models now use every thread)
+        with threads_at_most(1) if uses_ssm else contextlib.nullcontext():
+            for start, end in timed_steps(n, STEP_BYTES_STAGES if staging else STEP_BYTES_MOST):
+                stages = np.zeros((end - start, STAGE_ROWS, 256), dtype=np.float32) if staging else _NO_STAGES
+                run(mode, data, coded, self.rc, self.state, tables, source, trace, stages, start, end)
+                if staging:
+                    self._stage_sink(self._stage_step(data, start, end, stages))
+                if progress is not None:
+                    progress(end)
+        if trace.shape[0]:
+            p = trace / 65536.0
+            self._sink(TraceBlock(p[:, 0], np.unpackbits(data).astype(np.int8), np.repeat(np.arange(n), 8), n,
+                                  {"mixer": p[:, 1]}))
+        return enc_finish(self.rc, coded) if mode == ENCODE else 0
+
+    def encode(self, data: bytes, limit: int, *, progress=None, x86: bool = False) -> bytes | None:
+        """Code ``data``; return the code word, or None if it would be longer than ``limit`` bytes.
+
+        The model learns ``data`` either way.  ``x86``: the block is x86 code (after the branch
+        transform), which wakes the instruction contexts (:mod:`..bit.instructions`).
+        """
+        self.state[X86_BLOCK] = x86
+        raw = np.frombuffer(data, dtype=np.uint8).copy()  # run_range takes one writable array type
+        out = np.empty(max(limit, 0), dtype=np.uint8)
+        n = self._run(ENCODE, raw, out, progress)
+        return None if n > limit else out[:n].tobytes()
+
+    def decode(self, coded: bytes, size: int, *, progress=None, x86: bool = False) -> bytes:
+        """Decode ``size`` bytes from the code word ``coded`` (``x86``: as :meth:`encode` was told)."""
+        self.state[X86_BLOCK] = x86
+        out = np.empty(size, dtype=np.uint8)
+        self._run(DECODE, out, np.frombuffer(coded, dtype=np.uint8).copy(), progress)
+        return out.tobytes()
+
+    def learn(self, data: bytes, *, progress=None, x86: bool = False) -> None:
+        """Update the model with ``data`` without coding it (a block stored by other means), exactly
+        as :meth:`encode` would (``x86``: as :meth:`encode` was told)."""
+        self.state[X86_BLOCK] = x86
+        self._run(LEARN, np.frombuffer(data, dtype=np.uint8).copy(), _NO_CODED, progress)
+
+    def snapshot(self, reuse=None):
+        """A copy of the whole model state (into ``reuse``'s arrays, an earlier snapshot, if given)."""
+        return take(self, _CONSTANT, reuse)
+
+    def restore(self, snapshot) -> None:
+        """Put ``snapshot`` back: the model behaves as if the blocks seen since had never been."""
+        put_back(self, _CONSTANT, snapshot)
+
+
+_NO_TRACE = np.zeros((0, 2), dtype=np.int32)
+_NO_STAGES = np.zeros((0, STAGE_ROWS, 256), dtype=np.float32)
+#: the most bytes in one kernel step (steps are timed: :mod:`.steps`), and while stages are traced
+#: (each byte's stages: 5 KiB of float32)
+STEP_BYTES_MOST = 1 << 16
+STEP_BYTES_STAGES = 1 << 10
+
+
+@functools.cache
+def _no_source() -> distribution.Arrays:
+    """The arrays run_range takes without a source: of the right types, never read or written."""
+    return distribution.Source(distribution.SOURCE_COUNTS, 12).arrays()
+_NO_CODED = np.zeros(0, dtype=np.uint8)

@@ -1,0 +1,234 @@
+"""cm's configuration: the options that change the output, as the stream's model record writes them.
+
+:class:`Config` is read from and written to the record (see its Records section), sizes the model's
+tables (:meth:`Config.region_bits`, :meth:`Config.memory_bytes`) and describes it in words;
+:func:`config_for_level` gives the preset of a ``--level`` (:mod:`statemix.models.presets`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+
+from .. import presets
+from ..bit import byte_history, contexts, distribution, image, instructions, mixer, sse
+from .loop import AUX_SIZE, N_HASHED, STATE_MAP_BASE
+
+FIRST_RECORD_KINDS, FIRST_RECORD_RUNS = 10, 9  # contexts and run inputs a first record can have (see the package's docstring)
+N_MIXERS = mixer.N_MIXERS
+RECORD_TABLE_SHIFT = 3  # the record contexts' regions are 2**-RECORD_TABLE_SHIFT of the others'
+GRAY_TABLE_SHIFT = 4  # and the 8-bit image contexts' 2**-GRAY_TABLE_SHIFT (their values are at most 2**12)
+SMALL_TEXT_TABLE_SHIFT = 2  # and the small text contexts' (contexts.SMALL_TEXT_KINDS) 2**-SMALL_TEXT_TABLE_SHIFT
+
+RECORD_LIST = b"\x00\x01"  # a record with a component list starts so (a first record's table_bits is >= 12)
+RECORD_MASK = b"\x00\x02"  # and one with a component set
+RECORD_WIDE = b"\x00\x03"  # and one with a component set that holds kinds from 32 on
+DETECTOR_SHIFT = 6  # a component set's last byte: the byte-distribution source, and these 2 bits the detector's
+BYTE_HISTORIES_BIT = 1 << 5  # and this bit: the byte histories (sources are below it)
+#: the record detector's revision -> its bits in the component set's last byte (see Config), and back
+DETECTOR_BITS = (0b00, 0b10, 0b11)
+DETECTOR_REVISIONS = {bits: revision for revision, bits in enumerate(DETECTOR_BITS)}
+
+
+@dataclass(frozen=True)
+class Config:
+    """Options of the cm model that change the output (all recorded in the stream header).
+
+    ``table_bits``: log2 of the bytes of bit-history states per hashed context.
+    ``hist_bits``: log2 of the match model's history bytes (its hash table has 2**(hist_bits-2)
+    int32 entries).  ``contexts``: how many hashed contexts.  ``mixers``: how many mixers (1..7,
+    the first of :mod:`.bit.mixer`'s list; with one, no final mixer).  ``apms``: how many APMs (1..4,
+    the first of :mod:`.bit.sse`'s list).  ``kinds``: the component set, the context kinds of
+    :mod:`.bit.contexts` (kept in id order); None for the first records, which list no
+    components and mean the first ``contexts`` kinds in id order (with the run quirk described in the
+    module docstring).  ``source``: the byte-distribution input (:mod:`.bit.distribution`, 0 for
+    none).  ``detector``: the record detector's revision (0, 1 or 2, see Records).
+
+    Records: the first format is 5 bytes ``table_bits, hist_bits, contexts, mixers, apms``; a record
+    with a component list is ``00 01 table_bits hist_bits mixers apms n kind_0 .. kind_n-1`` (read,
+    no longer written); the one written for a component list is the set, ``00 02 table_bits hist_bits
+    mixers apms``, a 32-bit little-endian mask with bit ``kind`` set for each kind used, and the
+    byte-distribution source (:mod:`.bit.distribution`) in the low 6 bits of its last byte, and in its
+    top 2 bits (from ``DETECTOR_SHIFT``) the record detector's revision (:mod:`.bit.record`) as
+    :data:`DETECTOR_BITS` writes it: ``00`` revision 0, the first, blind to text; ``10`` revision 1,
+    which finds no short or weak record in text; ``11`` revision 2, which also finds the rows of
+    8-bit images (``01`` is refused: a newer statemix may know it).  A set with kinds from 32 on
+    (the x86 instruction contexts) is written ``00 03 table_bits hist_bits mixers apms n``, an
+    ``n``-byte mask (5 to 8 bytes, its last byte not 0) and the same last byte.  (The kinds in id
+    order: the model's output does not depend on the order of its contexts, since each owns its own
+    tables and the mixers' integer sums do not depend on the order of their terms).  A stream record
+    is accepted only within the sizes the presets write (:mod:`.presets`).
+    """
+
+    table_bits: int = 22
+    hist_bits: int = 24
+    contexts: int = N_HASHED
+    mixers: int = 3
+    apms: int = 2
+    kinds: tuple | None = None
+    source: int = distribution.SOURCE_NONE
+    detector: int = 0
+    byte_histories: bool = False
+
+    def __post_init__(self):
+        if self.kinds is not None:  # a set of kinds, kept in id order (see Records)
+            object.__setattr__(self, "kinds", tuple(sorted(self.kinds)))
+
+    @property
+    def context_kinds(self) -> tuple:
+        return tuple(range(self.contexts)) if self.kinds is None else tuple(self.kinds)
+
+    @property
+    def has_records(self) -> bool:
+        """Whether the model has record contexts (and so the record selectors: .bit.mixer, .bit.sse)."""
+        return any(contexts.is_structure(kind) for kind in self.context_kinds)
+
+    @property
+    def run_inputs(self) -> int:
+        return min(self.contexts, FIRST_RECORD_RUNS) if self.kinds is None else self.contexts
+
+    @property
+    def byte_history_inputs(self) -> int:
+        """How many contexts have byte histories: the text contexts, which come first in id order
+        (the structure and x86 contexts, idle on text, have none)."""
+        if not self.byte_histories:
+            return 0
+        return sum(not contexts.is_structure(kind) and not instructions.is_instruction(kind) for kind in self.context_kinds)
+
+    @property
+    def inputs(self) -> int:
+        """Width of the mixers' input vector (see the module docstring)."""
+        return 2 + self.contexts + 1 + self.run_inputs + self.byte_history_inputs + (1 if self.source else 0) + 1
+
+    def to_bytes(self) -> bytes:
+        if self.kinds is None:
+            return bytes([self.table_bits, self.hist_bits, self.contexts, self.mixers, self.apms])
+        mask = sum(1 << kind for kind in self.kinds)
+        fields = bytes([self.table_bits, self.hist_bits, self.mixers, self.apms])
+        width = (mask.bit_length() + 7) // 8
+        if width <= 4:
+            head, width = RECORD_MASK + fields, 4
+        else:
+            head = RECORD_WIDE + fields + bytes([width])
+        last = self.source | (BYTE_HISTORIES_BIT if self.byte_histories else 0) | (DETECTOR_BITS[self.detector] << DETECTOR_SHIFT)
+        return head + mask.to_bytes(width, "little") + bytes([last])
+
+    @classmethod
+    def from_bytes(cls, raw: bytes) -> "Config":
+        raw = bytes(raw)
+        if raw[:2] in (RECORD_LIST, RECORD_MASK, RECORD_WIDE):
+            source, detector, histories = 0, 0, False
+            if raw[:2] == RECORD_LIST and len(raw) >= 7:
+                kinds = tuple(raw[7:])
+                if raw[6] != len(kinds):
+                    raise ValueError("cm component list has the wrong length")
+            elif raw[:2] == RECORD_MASK and len(raw) == 11:
+                kinds, source, detector, histories = _component_set(raw[6:10], raw[10])
+            elif raw[:2] == RECORD_WIDE and len(raw) >= 7 and 5 <= raw[6] <= 8 and len(raw) == 8 + raw[6] and raw[-2]:
+                kinds, source, detector, histories = _component_set(raw[7:-1], raw[-1])
+            else:
+                raise ValueError("cm model record has the wrong length")
+            config = cls(raw[2], raw[3], len(kinds), raw[4], raw[5], kinds, source, detector, histories)
+            if len(set(kinds)) != len(kinds) or any(k >= N_HASHED for k in kinds):
+                raise ValueError(f"cm component list invalid (unknown or repeated context): {kinds}; a context "
+                                 f"this build does not know needs a newer statemix")
+        elif len(raw) == 5:
+            config = cls(*raw)
+            if config.contexts > FIRST_RECORD_KINDS:
+                raise ValueError(f"cm first record with more than {FIRST_RECORD_KINDS} contexts: {config}")
+        else:
+            raise ValueError("cm model configuration must be 5 bytes or a component list")
+        if not (presets.CM_MIN_TABLE_BITS <= config.table_bits <= presets.CM_MAX_TABLE_BITS
+                and presets.CM_MIN_HIST_BITS <= config.hist_bits <= presets.CM_MAX_HIST_BITS
+                and 1 <= config.contexts <= N_HASHED and 1 <= config.mixers <= N_MIXERS and 1 <= config.apms <= sse.N_APMS):
+            raise ValueError(f"cm model configuration out of range: {config}")
+        return config
+
+    def memory_bytes(self) -> int:
+        """Upper bound of the model's memory, in bytes."""
+        counters = STATE_MAP_BASE + self.contexts * 256 + self.byte_history_inputs * byte_history.N_COUNTERS
+        words = counters + sse.rows(self.apms, self.has_records) * sse.BUCKETS + mixer.sets(self.contexts) * self.inputs + 256 * N_MIXERS
+        return (4 * (words + AUX_SIZE) + self.history_bytes + (1 << self.hist_bits)
+                + 4 * (1 << (self.hist_bits - 2)) + distribution.memory_bytes(self.source, self.source_table_bits)
+                + 4 * self.byte_history_entries)
+
+    def region_bits(self, kind: int) -> int:
+        """log2 of the bytes of bit-history states of context ``kind``: ``table_bits``, an eighth of
+        that for the record contexts (binary data is rarely as varied as text, and a table there
+        did not pay for its memory: bench/RESULTS.md, issue 14) and a sixteenth for the 8-bit image
+        contexts (which keeps level 3 under the decoder's default memory limit); the x86 instruction
+        contexts' as the record contexts' (a full region gained 0.04% on /usr/bin/bash); a quarter for
+        the small text contexts (contexts.SMALL_TEXT_KINDS: a full region gained 0.02% on enwik8_1M and
+        0.05% on enwik8_3M, for 2 x 48 MiB more at level 2 when compressing)."""
+        if image.is_gray(kind):
+            return self.table_bits - GRAY_TABLE_SHIFT
+        if kind in contexts.SMALL_TEXT_KINDS:
+            return self.table_bits - SMALL_TEXT_TABLE_SHIFT
+        small = contexts.needs_record(kind) or instructions.is_instruction(kind)
+        return self.table_bits - (RECORD_TABLE_SHIFT if small else 0)
+
+    def entry_bits(self, kind: int) -> int:
+        """log2 of the byte-history entries of context ``kind`` (:mod:`.bit.byte_history`)."""
+        return self.region_bits(kind) - byte_history.ENTRY_SHIFT
+
+    @property
+    def byte_history_entries(self) -> int:
+        """uint32 entries of the byte-history table: every context's part (none without byte histories)."""
+        return sum(1 << self.entry_bits(kind) for kind in self.context_kinds[: self.byte_history_inputs])
+
+    @property
+    def history_bytes(self) -> int:
+        """Bytes of the bit-history table: every context's region."""
+        return sum(1 << self.region_bits(kind) for kind in self.context_kinds)
+
+    @property
+    def source_table_bits(self) -> int:
+        """log2 of the byte-distribution source's n-gram buckets: 2**4 fewer than a context's bytes,
+        at most 2**20 (the ssm preset's), so both shrink alike with the input."""
+        return min(20, max(12, self.table_bits - 4))
+
+    def components(self) -> list[str]:
+        """The names of the components this configuration has (see :meth:`Model.ablated`)."""
+        source = [distribution.NAMES[self.source]] if self.source else []
+        histories = ["byte histories"] if self.byte_histories else []
+        return ["order 0", "order 1", *(contexts.NAMES[k] for k in self.context_kinds), "match", *histories, *source,
+                "APMs"]
+
+    def describe(self) -> str:
+        """In words: "cm level 2 (10 contexts of 16 MiB, 3 mixers, 2 APMs, 16 MiB history, ...)"."""
+        levels = presets.cm_levels_of(asdict(self))
+        name = "cm " + (f"level {' or '.join(map(str, levels))}" if levels else "custom")
+        # every component but the two counters every cm has, and the APMs (counted below)
+        listed = f": {', '.join(self.components()[2:-1])}" if self.kinds is not None else ""
+        sizes = f"{self.contexts} contexts of {_size(1 << self.table_bits)}"
+        for what, test, shift in (("record", contexts.needs_record, RECORD_TABLE_SHIFT),
+                                  ("8-bit image", image.is_gray, GRAY_TABLE_SHIFT),
+                                  ("x86 instruction", instructions.is_instruction, RECORD_TABLE_SHIFT),
+                                  ("small text", contexts.SMALL_TEXT_KINDS.__contains__, SMALL_TEXT_TABLE_SHIFT)):
+            count = sum(map(test, self.context_kinds))
+            if count:
+                sizes += f", {count} of them {what} contexts of {_size(1 << (self.table_bits - shift))}"
+        return (f"{name} ({sizes}{listed}, {self.mixers} "
+                f"mixer{'s' if self.mixers > 1 else ''}, {self.apms} APM{'s' if self.apms > 1 else ''}, "
+                f"{_size(1 << self.hist_bits)} history, at most {_size(self.memory_bytes())} of memory)")
+
+
+def _component_set(mask: bytes, last: int) -> tuple[tuple, int, int, bool]:
+    """(kinds, source, detector, byte histories) of a component set's mask (little-endian) and its last byte."""
+    bits = int.from_bytes(mask, "little")
+    kinds = tuple(kind for kind in range(8 * len(mask)) if (bits >> kind) & 1)
+    source, revision = last & (BYTE_HISTORIES_BIT - 1), last >> DETECTOR_SHIFT
+    if source not in distribution.PRESETS and source != distribution.SOURCE_NONE:
+        raise ValueError(f"cm byte-distribution source {source} unknown (a newer statemix may know it)")
+    if revision not in DETECTOR_REVISIONS:
+        raise ValueError(f"cm record detector {revision:02b} unknown (a newer statemix may know it)")
+    return kinds, source, DETECTOR_REVISIONS[revision], bool(last & BYTE_HISTORIES_BIT)
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB"
+
+
+def config_for_level(level: int, size_hint: int | None) -> Config:
+    """The cm configuration of ``--level`` ``level`` for an input of ``size_hint`` bytes (None: unknown)."""
+    return Config(**presets.cm_sized(level, presets.cm_fit(size_hint)))
+
