@@ -10,7 +10,6 @@ the per-bit :func:`_predict` and :func:`_update` (inlined into it), the per-byte
 from __future__ import annotations
 
 from collections import namedtuple
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -29,9 +28,6 @@ from ..bit.tables import LUT_NEXT, LUT_RUN, train
 from ..modes import DECODE, ENCODE
 from ..nn.layout import S_TB, S_USE_SSM
 from ..tokenloop import STAGE_QUANTIZED, record_stages
-
-if TYPE_CHECKING:
-    from .configuration import Config
 
 N_HASHED = len(contexts.NAMES)  # context kinds this build knows
 LIMIT_DIRECT = 1023  # counter confidence cap (order 1, state maps, match)
@@ -323,8 +319,8 @@ def run_range(mode, data, coded, rc, st, tb, src, trace, stages, start, end):
 run_range_no_ssm = variant(run_range, "no_ssm", source_begin=source_begin_no_ssm, source_learn=source_learn_no_ssm)
 
 
-def new_state(config: Config) -> np.ndarray:
-    """The initial state array of ``config`` (layout: :data:`STATE_FIELDS`)."""
+def new_state(config) -> np.ndarray:
+    """The initial state array of ``config``, a :class:`.configuration.Config` (layout: :data:`STATE_FIELDS`)."""
     st = np.zeros(STATE_SIZE, dtype=np.int64)
     st[C0] = 1
     st[TABLE_BITS], st[HIST_BITS] = config.table_bits, config.hist_bits
