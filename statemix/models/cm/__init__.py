@@ -122,7 +122,7 @@ class Model:
         self._stage_sink = sink
 
     def _stage_step(self, data: np.ndarray, start: int, end: int, stages: np.ndarray) -> StageStep:
-        from ..calibration import byte_distribution
+        from ...calibration import byte_distribution
 
         named = {}
         if self.source is not None:
