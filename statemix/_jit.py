@@ -25,6 +25,14 @@ on any machine (see the project's determinism notes):
   crash).
 - ``parallel=True`` is allowed only where a kernel's ``prange`` runs over independent outputs; the
   thread count (``-T``) therefore changes speed, never a bit of output.
+- numba's reference counting of arrays (its runtime, NRT) is off unless a kernel says it allocates
+  (``allocates=True``; parallel kernels always keep it).  With it on, every array a kernel passes to
+  another, or unpacks from a tuple, costs an atomic increment and decrement: about a third of cm's
+  time per bit (perf, 2026-12-04), and 0.7 times the time without it, with the same output.  A
+  kernel without it cannot allocate (numba refuses to compile ``np.empty`` there: the fix is to
+  declare ``allocates=True``) and must not return an array (nothing would own it; the policy tests
+  check every compiled kernel).  The setting is per kernel, never inherited from the caller: an
+  allocating kernel called from one that does not count frees what it allocated itself.
 
 Importing this module imports numba (about 0.6 s), so the command line imports it only inside
 commands, never for ``--help``.
@@ -161,19 +169,21 @@ def _counting_compiles(dispatcher):
     return dispatcher
 
 
-def kernel(function=None, *, parallel: bool = False, inline: bool = False):
+def kernel(function=None, *, parallel: bool = False, inline: bool = False, allocates: bool = False):
     """Compile ``function`` with statemix's fixed numba options.
 
-    Use as ``@kernel``, ``@kernel(parallel=True)`` or ``@kernel(inline=True)``: a helper that numba
-    inlines into its callers before compiling them (no call and no reference counting of the arrays
-    it is given, which per bit made cm 1.4 times slower).  An inlined helper must never assign to one
-    of its parameters: numba 0.6x's inliner then changed the caller's results (caught by the golden
-    tests; tests/test_kernel_policy.py checks the rule).  No other numba option may be set by a caller.
+    Use as ``@kernel``, ``@kernel(parallel=True)``, ``@kernel(allocates=True)`` (it creates arrays:
+    numba's reference counts kept, see the module's notes) or ``@kernel(inline=True)``: a helper that
+    numba inlines into its callers before compiling them (no call, and per bit a call made cm 1.4
+    times slower).  An inlined helper must never assign to one of its parameters: numba 0.6x's
+    inliner then changed the caller's results (caught by the golden tests; tests/test_kernel_policy.py
+    checks the rule).  No other numba option may be set by a caller.
     """
 
     def compile_(fn):
         extra = {"inline": "always"} if inline else {}
-        dispatcher = _counting_compiles(numba.njit(parallel=parallel, **extra, **_OPTIONS)(fn))
+        counted = allocates or parallel
+        dispatcher = _counting_compiles(numba.njit(parallel=parallel, _nrt=counted, **extra, **_OPTIONS)(fn))
         KERNELS.append(dispatcher)
         return dispatcher
 
@@ -202,7 +212,7 @@ def serial_twin(parallel_kernel):
     every output with the same code in the same order (a ``prange`` runs over independent outputs),
     so it gives the same bits.
     """
-    return kernel(_copy(parallel_kernel, "serial", {}))
+    return kernel(_copy(parallel_kernel, "serial", {}), allocates=counts_references(parallel_kernel))
 
 
 def variant(base, suffix: str, **replaced):
@@ -218,7 +228,12 @@ def variant(base, suffix: str, **replaced):
     if missing:
         raise NameError(f"{base.py_func.__qualname__} reads no global {missing}")
     return kernel(_copy(base, suffix, replaced), parallel=bool(base.targetoptions.get("parallel")),
-                  inline=base.targetoptions.get("inline") == "always")
+                  inline=base.targetoptions.get("inline") == "always", allocates=counts_references(base))
+
+
+def counts_references(dispatcher) -> bool:
+    """Whether ``dispatcher`` (a :func:`kernel`) keeps numba's reference counts (it allocates)."""
+    return bool(dispatcher.targetoptions["_nrt"])
 
 
 prange = numba.prange

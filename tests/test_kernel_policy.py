@@ -123,6 +123,85 @@ def test_no_kernel_contains_fma():
     assert fused_kernels(_jit.KERNELS) == []
 
 
+def returns_an_array(dispatcher) -> bool:
+    return any("array(" in str(result.signature.return_type) for result in dispatcher.overloads.values())
+
+
+def test_kernels_without_reference_counts_return_no_arrays():
+    """A kernel compiled without numba's reference counts (the default: see statemix._jit) must not
+    hand an array to its caller, nor take one from a callee: the reference it passes is one nothing
+    counted (the tokenizer's encoder corrupted the heap so, returning its pool arrays uncounted)."""
+    run_every_kernel()
+    returning = [d for d in _jit.KERNELS if returns_an_array(d)]
+    assert returning  # the tokenizer's table builders return arrays: the check sees return types
+    uncounted_returning = [d.py_func.__qualname__ for d in returning if not _jit.counts_references(d)]
+    assert uncounted_returning == []
+    callers = [f"{d.py_func.__qualname__} calls {callee.py_func.__qualname__}" for d in _jit.KERNELS
+               if not _jit.counts_references(d) for callee in returning
+               if any(d.py_func.__globals__.get(name) is callee for name in d.py_func.__code__.co_names)]
+    assert callers == []
+
+
+def _demangled(symbol: str) -> str:
+    """``statemix.models.cm.loop.run_range`` from numba's mangled ``_ZN8statemix6models2cm4loop9run_rangeB3v1...``."""
+    parts, at = [], symbol.index("_ZN") + 3
+    while symbol[at].isdigit():
+        digits = re.match(r"\d+", symbol[at:]).group(0)
+        at += len(digits)
+        parts.append(symbol[at:at + int(digits)])
+        at += int(digits)
+    return ".".join(parts)
+
+
+def reference_counts(dispatcher) -> dict[str, int]:
+    """Calls of numba's reference counting in each jitted function of ``dispatcher``'s optimized
+    module (the kernel and every kernel it calls, linked in), by qualified name.  Read from the
+    module numba keeps, whether it compiled the kernel here or loaded it from the cache."""
+    counts: dict[str, int] = {}
+    for result in dispatcher.overloads.values():
+        library = result.library
+        module = library._shared_module if library._shared_module is not None else library._final_module
+        for function in str(module).split("\ndefine ")[1:]:
+            symbol = re.match(r"[^@]*@\"?([^\"(]+)", function).group(1)
+            if symbol.startswith("_ZN") and not symbol.startswith(("_ZN5numba", "_ZN7cpython")):
+                name = _demangled(symbol)
+                counts[name] = counts.get(name, 0) + function.count("call void @NRT_incref") + \
+                    function.count("call void @NRT_decref")
+    return counts
+
+
+def test_cm_codes_without_reference_counts():
+    """cm's loop (levels 1 and 2: without the SSM) and all it calls count no references, but for
+    the stage tracer of the diagnostics (it allocates): with the counts on, a third of cm's time
+    went to them (statemix._jit's notes)."""
+    from statemix.models import cm
+
+    data = bytes(range(256)) * 8
+    assert statemix.decompress(statemix.compress(data, level=2)) == data
+    counts = reference_counts(cm.loop.run_range_no_ssm)
+    assert {"statemix.models.cm.loop.run_range_no_ssm", "statemix.models.cm.loop._end_of_byte",
+            "statemix.models.tokenmix.update", "statemix.coder.enc_bit"} <= set(counts)
+    counted = {name for name, n in counts.items() if n and name.startswith("statemix.")}
+    assert counted == {"statemix.models.cm.loop._stage_row", "statemix.models.cm.loop._node_predictions"}
+
+
+def _sum_of_ones(n):
+    return np.ones(n).sum()
+
+
+def _sum_of(values):
+    return values.sum()
+
+
+def test_the_reference_count_scan_sees_counts():
+    """The scan above, on a kernel that allocates (its array freed by a count) and one that does not."""
+    allocating = _jit.kernel(_sum_of_ones, allocates=True)
+    plain = _jit.kernel(_sum_of)
+    assert allocating(4) == plain(np.ones(4)) == 4.0
+    assert reference_counts(allocating)[f"{__name__}._sum_of_ones"] > 0
+    assert reference_counts(plain) == {f"{__name__}._sum_of": 0}
+
+
 @needs_objdump
 def test_the_fma_scan_finds_a_fused_multiply_add():
     """The scan itself, on a kernel compiled with fastmath (contraction allowed) on purpose."""

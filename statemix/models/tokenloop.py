@@ -190,7 +190,7 @@ def _code_beside_training(mode, data, coded, rc, net, acts, grads, acts_t, count
             train_pending(net, acts_t, grads)
 
 
-@kernel
+@kernel(allocates=True)
 def _code_tokens(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, trace, bit_trace, stages,
                  start, i0, i1, train):
     """Tokens ``i0`` to ``i1`` of :func:`run_range` (whose range begins at ``start``), one by one;

@@ -35,7 +35,7 @@ from .vocab import Vocabulary
 # Encoding
 
 
-@kernel
+@kernel(allocates=True)  # returns arrays: its own or a grown copy
 def _pool_push(pool_pos, pool_next, head, used, capacity, position, rank):
     """Put ``position`` at the front of rank ``rank``'s bucket as pool entry ``used`` (growing the pool
     by half when full); return the pool arrays and its capacity."""
@@ -49,7 +49,7 @@ def _pool_push(pool_pos, pool_next, head, used, capacity, position, rank):
     return pool_pos, pool_next, capacity
 
 
-@kernel
+@kernel(allocates=True)
 def _encode_block(data, left, right, lengths, keys, ranks, byte_rank, out, stats):
     """Encode ``data`` (uint8) into ``out`` (int32, len >= len(data)); return the token count.
 
@@ -155,7 +155,7 @@ def _encode_block(data, left, right, lengths, keys, ranks, byte_rank, out, stats
 # Decoding
 
 
-@kernel
+@kernel(allocates=True)
 def _decode(ids, offsets, table):
     total = np.int64(0)
     for i in range(ids.shape[0]):

@@ -80,7 +80,7 @@ def _hash(key, mask):
     return np.int64(h & np.uint64(mask))
 
 
-@kernel
+@kernel(allocates=True)
 def _grow(arr, size):
     """A copy of ``arr`` enlarged to ``size`` entries (the new ones 0)."""
     out = np.zeros(size, dtype=arr.dtype)
@@ -88,7 +88,7 @@ def _grow(arr, size):
     return out
 
 
-@kernel
+@kernel(allocates=True)
 def _rank_table(left, right):
     """Return (keys, ranks, byte_rank): a hash table pair key -> rank and a dense byte-pair table."""
     m = left.shape[0]
@@ -128,7 +128,7 @@ def _lookup(keys, ranks, a, b):
         s = (s + 1) & mask
 
 
-@kernel
+@kernel(allocates=True)
 def _token_table(left, right):
     """Return (lengths int32[V], offsets int64[V + 1], bytes uint8[...]) of every token."""
     m = left.shape[0]
@@ -155,7 +155,7 @@ def _token_table(left, right):
     return lengths, offsets, table
 
 
-@kernel
+@kernel(allocates=True)
 def _check_merges(left, right, max_len):
     """Return -1 if the merge list is valid, else the rank of the first bad merge."""
     m = left.shape[0]

@@ -76,7 +76,7 @@ PAIR_MASK = (1 << PAIR_BITS) - 1
 Z_NPAIRS, Z_PCAP, Z_HMASK, Z_NOCC, Z_OCAP, Z_NTOUCHED = range(6)
 
 
-@kernel
+@kernel(allocates=True)
 def _count_occurrence(key, at, pairs, occ, sz):
     """Count one occurrence of the pair ``key`` at position ``at``; return the (grown) arrays.
 
@@ -141,7 +141,7 @@ def _count_occurrence(key, at, pairs, occ, sz):
     return (hkeys, hidx, pkey, pcount, phead, ptouched), (opos, onext, touched)
 
 
-@kernel
+@kernel(allocates=True)
 def _train(ids, lengths0, first0, last0, n_merges, min_count, allowed, max_len, merges, counts, stats):
     """Train up to ``n_merges`` merges on the token sequence ``ids`` (int32; modified in place).
 

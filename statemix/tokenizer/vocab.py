@@ -221,7 +221,7 @@ def _code_gamma(mode, rc, buf, counters, rate, base, v):
     return v
 
 
-@kernel
+@kernel(allocates=True)
 def _code_merges(mode, merges, first, tclass, rc, buf, rate):
     """Code merges[first:] (mode 0) or decode into them (mode 1); return -1, or the bad rank.
 

@@ -224,7 +224,7 @@ STAGE_NODES, STAGE_NODES_MIXER = STAGE_QUANTIZED + 1, STAGE_QUANTIZED + 2
 STAGE_ROWS = STAGE_NODES_MIXER + 1
 
 
-@kernel  # diagnostics only, once per byte: a call, not inlined (about 20 s less compiling)
+@kernel(allocates=True)  # diagnostics only, once per byte: a call, not inlined (about 20 s less compiling)
 def _stage_row(st, tb, src, out):
     """Fill one byte's stage trace ``out`` (float32, STAGE_ROWS x 256) before its first bit."""
     if st[SOURCE]:
@@ -233,7 +233,7 @@ def _stage_row(st, tb, src, out):
     _node_predictions(st, tb, src.cum, out[STAGE_NODES], out[STAGE_NODES_MIXER])
 
 
-@kernel
+@kernel(allocates=True)
 def _node_predictions(st, tb, cum, coded, mixed):
     """P(bit = 1) at every node of the next byte's bit tree (``coded[c0]``, and the mixer's in
     ``mixed[c0]``, c0 = 1..255), as the model stands before the byte's first bit.

@@ -146,7 +146,7 @@ def _iterate(net, acts, grads, tin, tout, coded_first, serial):
     st[ST_CHUNK] = chunk + 1
 
 
-@kernel(inline=True)
+@kernel(allocates=True)  # copies rows (numba's slice copies need its runtime); once per chunk
 def train_chunk(net, acts, grads):
     """Train on the chunk just seen (``net.tin`` inputs, ``net.tout`` targets); the activations of
     the position-by-position pass serve the first iteration."""
@@ -172,7 +172,7 @@ def train_pending(net, acts_t, grads):
     net.st[ST_PENDING] = 0
 
 
-@kernel
+@kernel(allocates=True)  # copies arrays (numba's slice copies need its runtime); once per chunk
 def hand_over(net, acts, acts_t):
     """At the end of a chunk with delay 1 (the chunk before trained): the coding weights become the
     trained ones, the chunk and its start state go to the trainer, and the coding pass carries on
