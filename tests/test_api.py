@@ -47,18 +47,27 @@ GOLDEN_EMPTY = bytes.fromhex(
     "02"  # format version
     "01"  # arithmetic version
     "0e"  # model record length
-    "01" "0003" "0e10" "0704" "05" "ffefffff03" "c1"  # model record: cm (id 1), wide component set:
+    "01" "0003" "0e10" "0704" "05" "ffefffff03" "e1"  # model record: cm (id 1), wide component set:
     #       table_bits, hist_bits, mixers, APMs, 5 bytes of mask of context kinds (0-11, 13-33),
     #       byte-distribution source 1 with bits 7-6 set (11): the record detector's revision 2 (it
-    #       finds no short record in text, and finds the rows of 8-bit images)
-    "beceba19"  # header CRC32
+    #       finds no short record in text, and finds the rows of 8-bit images), bit 5: byte histories
+    "76eed422"  # header CRC32
     "00"  # end block
     "00"  # original length 0
     "00000000"  # CRC32 of no data
 )
-#: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 24 bytes
+#: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 25 bytes
 GOLDEN_TEXT = bytes.fromhex(
-    "89534d580201" "0e" "010003" "0e100704" "05" "ffefffff03" "c1" "beceba19"  # header, as above
+    "89534d580201" "0e" "010003" "0e100704" "05" "ffefffff03" "e1" "76eed422"  # header, as above
+    "01" "cc03" "19" "5e" "5877534f"  # modelled block: raw length 460, payload 25, check, CRC32
+    "80056eb4a76c921721eeab4bb675edd484fa5f58a935d4de03"  # the range coder's code word
+    "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same, written by level 2 before it had byte histories (bit 5 of the record's last byte clear)
+GOLDEN_EMPTY_NO_BYTE_HISTORIES = bytes.fromhex(
+    "89534d5802010e0100030e10070405ffefffff03c1" "beceba19" "00" "00" "00000000")
+GOLDEN_TEXT_NO_BYTE_HISTORIES = bytes.fromhex(
+    "89534d5802010e0100030e10070405ffefffff03c1" "beceba19"  # header, as above
     "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
     "80056eb4a76c921721eeab4bb675edd4956ab6a80723fe46"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
@@ -1128,6 +1137,12 @@ def test_golden_streams_of_the_first_level_2_still_decode():
     assert statemix.decompress(GOLDEN_TEXT_10_CONTEXTS) == GOLDEN_INPUT
 
 
+def test_golden_streams_of_level_2_before_its_byte_histories_still_decode():
+    assert statemix.decompress(GOLDEN_EMPTY_NO_BYTE_HISTORIES) == b""
+    assert statemix.decompress(GOLDEN_TEXT_NO_BYTE_HISTORIES) == GOLDEN_INPUT
+    assert statemix.compress(GOLDEN_INPUT) != GOLDEN_TEXT_NO_BYTE_HISTORIES
+
+
 def test_golden_streams_of_level_2_before_its_last_text_contexts_still_decode():
     assert statemix.decompress(GOLDEN_EMPTY_29_CONTEXTS) == b""
     assert statemix.decompress(GOLDEN_TEXT_29_CONTEXTS) == GOLDEN_INPUT
@@ -1214,7 +1229,7 @@ GOLDEN_TEXT_LEVEL3_16_CONTEXTS = bytes.fromhex(
 
 def test_golden_streams_at_every_level():
     # a small size_hint shrinks the tables of levels 2 and 3 to the same size: level 3 differs by its
-    # byte-distribution source (the SSM) and byte histories, level 1 by everything
+    # byte-distribution source (the SSM), level 1 by everything
     assert statemix.compress(b"", level=2) == GOLDEN_EMPTY
     assert statemix.compress(GOLDEN_INPUT, level=2) == GOLDEN_TEXT
     for level, golden in ((1, GOLDEN_TEXT_LEVEL1), (3, GOLDEN_TEXT_LEVEL3)):

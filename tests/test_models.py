@@ -57,7 +57,7 @@ def test_describe_names_the_preset(model, level, hint, words):
 
 
 def test_cm_description_lists_every_component_but_the_counters_and_apms():
-    for level, last in ((2, "x86 opcodes, match, byte distribution (count models), 7 mixers, 4 APMs"),
+    for level, last in ((2, "x86 opcodes, match, byte histories, byte distribution (count models), 7 mixers, 4 APMs"),
                         (3, "match, byte histories, byte distribution (SSM and count models), 7 mixers")):
         assert last in spec_for_level(level).describe()
 

@@ -43,14 +43,14 @@ STRUCTURE_KINDS = tuple(range(21, 32))
 #: /usr/bin/bash)
 INSTRUCTION_KINDS = (32, 33)
 CM_KINDS = TEXT_KINDS + STRUCTURE_KINDS + INSTRUCTION_KINDS
-#: Level 3 has byte histories (bench/RESULTS.md, issue 12: at level 2 they gained 0.26% on enwik8_1M
-#: and 0.48% on enwik8_3M, but took enwik8_1M from about 39 s to about 55-61 s, past issue 12's 60 s:
-#: not in level 2 until they are cheaper).  Level 2's contexts at 32 MiB regions gained only 0.03%
-#: and 0.14% more: not taken.
+#: Levels 2 and 3 have byte histories (bench/RESULTS.md, issue 12: at level 2 they gain 0.26% on
+#: enwik8_1M and 0.48% on enwik8_3M for 1.2 times the time, since the kernels count no references;
+#: level 2 had none while they took it past issue 12's 60 s per MB).  Level 2's contexts at 32 MiB
+#: regions gained only 0.03% and 0.14% more: not taken.
 CM_LEVELS = {
     1: dict(table_bits=20, hist_bits=22, contexts=5, mixers=1, apms=1),
     2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=7, apms=4, kinds=CM_KINDS, source=1,
-            detector=2),
+            detector=2, byte_histories=True),
     3: dict(table_bits=25, hist_bits=26, contexts=len(CM_KINDS), mixers=7, apms=4, kinds=CM_KINDS, source=2,
             detector=2, byte_histories=True),
 }
