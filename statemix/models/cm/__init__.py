@@ -7,21 +7,22 @@ components live in :mod:`..bit`, one job per module, in the order of the data fl
 (``c0`` is the partial byte with a leading 1: 1..255; ``c1``, ``c2`` the previous bytes):
 
 1. Counters (:mod:`..bit.tables`: the counter rule and every fixed table).  Orders 0 (``c0``) and 1
-   (``c1, c0``) index counters directly.  Order 0 adapts fast (``LIMIT_ORDER0`` = 3: it follows the
+   (``c1, c0``) index counters directly.  Order 0 adapts fast (``loop.LIMIT_ORDER0`` = 3: it follows the
    last few bits seen at this point of a byte); order 1, the state maps and the match model's
-   counters use ``LIMIT_DIRECT`` = 1023.
+   counters use ``loop.LIMIT_DIRECT`` = 1023.
 2. Hashed contexts (:mod:`..bit.contexts`): each context of the component list selects a bit-history
    state per bit in its own region of the bit-history table; a counter per (context, state) - the
    "state map" - learns what each history really predicts.  Each state also gives a fixed "run"
    input: +-64 per bit seen (up to 16) when the history holds only 1s (+) or only 0s (-), else 0.
    The record contexts (:mod:`..bit.record` finds the record length from the history; the pixel
    contexts of :mod:`..bit.image` are looked up at every bit) are idle while no record is found: no
-   lookup, input 0, nothing trained.  Their regions are 2**-RECORD_TABLE_SHIFT of the others'.  The
-   8-bit image contexts of :mod:`..bit.image` are idle likewise unless the detector finds an 8-bit
-   image; their regions are 2**-GRAY_TABLE_SHIFT of the others'.  The x86 instruction contexts
-   (:mod:`..bit.instructions`) are idle outside blocks coded as x86 code (``encode(..., x86=True)``,
-   as the block's kind records); their regions are the record contexts' size.  The small text
-   contexts (:data:`..bit.contexts.SMALL_TEXT_KINDS`) have regions of 2**-SMALL_TEXT_TABLE_SHIFT.
+   lookup, input 0, nothing trained.  Their regions are 2**-``configuration.RECORD_TABLE_SHIFT`` of
+   the others'.  The 8-bit image contexts of :mod:`..bit.image` are idle likewise unless the
+   detector finds an 8-bit image; their regions are 2**-``configuration.GRAY_TABLE_SHIFT`` of the
+   others'.  The x86 instruction contexts (:mod:`..bit.instructions`) are idle outside blocks coded
+   as x86 code (``encode(..., x86=True)``, as the block's kind records); their regions are the record
+   contexts' size.  The small text contexts (:data:`..bit.contexts.SMALL_TEXT_KINDS`) have regions
+   of 2**-``configuration.SMALL_TEXT_TABLE_SHIFT``.
 3. Match model (:mod:`..bit.match`): the byte after the most recent earlier occurrence of the last
    bytes.  Byte histories (:mod:`..bit.byte_history`, records that say so): the byte that followed
    each text context last time, and how often in a row, one input per text context.

@@ -14,7 +14,6 @@ from ..bit import byte_history, contexts, distribution, image, instructions, mix
 from .loop import AUX_SIZE, N_HASHED, STATE_MAP_BASE
 
 FIRST_RECORD_KINDS, FIRST_RECORD_RUNS = 10, 9  # contexts and run inputs a first record can have (see the package's docstring)
-N_MIXERS = mixer.N_MIXERS
 RECORD_TABLE_SHIFT = 3  # the record contexts' regions are 2**-RECORD_TABLE_SHIFT of the others'
 GRAY_TABLE_SHIFT = 4  # and the 8-bit image contexts' 2**-GRAY_TABLE_SHIFT (their values are at most 2**12)
 SMALL_TEXT_TABLE_SHIFT = 2  # and the small text contexts' (contexts.SMALL_TEXT_KINDS) 2**-SMALL_TEXT_TABLE_SHIFT
@@ -139,14 +138,14 @@ class Config:
             raise ValueError("cm model configuration must be 5 bytes or a component list")
         if not (presets.CM_MIN_TABLE_BITS <= config.table_bits <= presets.CM_MAX_TABLE_BITS
                 and presets.CM_MIN_HIST_BITS <= config.hist_bits <= presets.CM_MAX_HIST_BITS
-                and 1 <= config.contexts <= N_HASHED and 1 <= config.mixers <= N_MIXERS and 1 <= config.apms <= sse.N_APMS):
+                and 1 <= config.contexts <= N_HASHED and 1 <= config.mixers <= mixer.N_MIXERS and 1 <= config.apms <= sse.N_APMS):
             raise ValueError(f"cm model configuration out of range: {config}")
         return config
 
     def memory_bytes(self) -> int:
         """Upper bound of the model's memory, in bytes."""
         counters = STATE_MAP_BASE + self.contexts * 256 + self.byte_history_inputs * byte_history.N_COUNTERS
-        words = counters + sse.rows(self.apms, self.has_records) * sse.BUCKETS + mixer.sets(self.contexts) * self.inputs + 256 * N_MIXERS
+        words = counters + sse.rows(self.apms, self.has_records) * sse.BUCKETS + mixer.sets(self.contexts) * self.inputs + 256 * mixer.N_MIXERS
         return (4 * (words + AUX_SIZE) + self.history_bytes + (1 << self.hist_bits)
                 + 4 * (1 << (self.hist_bits - 2)) + distribution.memory_bytes(self.source, self.source_table_bits)
                 + 4 * self.byte_history_entries)
