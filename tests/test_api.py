@@ -1168,8 +1168,15 @@ def test_golden_streams_of_level_2_before_its_record_contexts_still_decode():
     assert statemix.decompress(GOLDEN_TEXT_16_CONTEXTS) == GOLDEN_INPUT
 
 
-#: statemix.compress(GOLDEN_INPUT, level=1): 5 contexts, 1 mixer, 1 APM
+#: statemix.compress(GOLDEN_INPUT, level=1): 5 contexts, 2 mixers, 1 APM
 GOLDEN_TEXT_LEVEL1 = bytes.fromhex(
+    "89534d58020106010e1005020153c47232"  # header: level 1 model record (2 mixers), CRC32
+    "01" "cc03" "15" "75" "5877534f"  # modelled block: raw length 460, payload 21, check, CRC32
+    "8499cb96a2777040f2a5262f940a590f243164fe06"  # the range coder's code word
+    "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same with level 1's first preset (1 mixer): it must decode as it did.
+GOLDEN_TEXT_LEVEL1_ONE_MIXER = bytes.fromhex(
     "89534d58020106010e1005010190975f19"  # header: level 1 model record
     "01" "cc03" "15" "75" "5877534f"  # modelled block: raw length 460, payload 21, check, CRC32
     "84b868640487cf9bd0d8b3555e229a08f6f1cc529a"  # the range coder's code word
@@ -1235,6 +1242,7 @@ def test_golden_streams_at_every_level():
     for level, golden in ((1, GOLDEN_TEXT_LEVEL1), (3, GOLDEN_TEXT_LEVEL3)):
         assert statemix.compress(GOLDEN_INPUT, level=level) == golden
         assert statemix.decompress(golden) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL1_ONE_MIXER) == GOLDEN_INPUT
     assert statemix.decompress(GOLDEN_TEXT_LEVEL3_16_CONTEXTS) == GOLDEN_INPUT
     assert statemix.decompress(GOLDEN_TEXT_LEVEL3_NO_BYTE_HISTORIES) == GOLDEN_INPUT
     assert statemix.decompress(GOLDEN_TEXT_LEVEL3_29_CONTEXTS) == GOLDEN_INPUT

@@ -47,8 +47,10 @@ CM_KINDS = TEXT_KINDS + STRUCTURE_KINDS + INSTRUCTION_KINDS
 #: enwik8_1M and 0.48% on enwik8_3M for 1.2 times the time, since the kernels count no references;
 #: level 2 had none while they took it past issue 12's 60 s per MB).  Level 2's contexts at 32 MiB
 #: regions gained only 0.03% and 0.14% more: not taken.
+#: Level 1 has 2 mixers and 2**22-byte regions (bench/RESULTS.md, issue 12: -2.4% on enwik8_1M for
+#: 1.2 times the time; 1 mixer and 2**20 before).
 CM_LEVELS = {
-    1: dict(table_bits=20, hist_bits=22, contexts=5, mixers=1, apms=1),
+    1: dict(table_bits=22, hist_bits=22, contexts=5, mixers=2, apms=1),
     2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=7, apms=4, kinds=CM_KINDS, source=1,
             detector=2, byte_histories=True),
     3: dict(table_bits=25, hist_bits=26, contexts=len(CM_KINDS), mixers=7, apms=4, kinds=CM_KINDS, source=2,
