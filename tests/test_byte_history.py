@@ -106,7 +106,8 @@ def test_byte_histories_follow_the_reference():
 
 def test_record_carries_byte_histories_and_only_text_contexts_get_them():
     level3 = cm.config_for_level(3, 1 << 20)
-    assert level3.byte_histories and not cm.config_for_level(2, 1 << 20).byte_histories
+    assert level3.byte_histories and cm.config_for_level(2, 1 << 20).byte_histories
+    assert not cm.config_for_level(1, 1 << 20).byte_histories
     text_contexts = sum(kind < 21 for kind in level3.context_kinds)
     assert level3.byte_history_inputs == text_contexts
     assert cm.Config.from_bytes(level3.to_bytes()) == level3
