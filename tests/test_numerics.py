@@ -13,7 +13,7 @@ from statemix._jit import kernel
 from statemix.models.nn.numerics import LANES, dot8, dot_lanes, matvec8, matvec_lanes, transpose
 
 
-@kernel
+@kernel(allocates=True)
 def _rows_by_matvec(W, x, lanes_kind):
     n_out, n_in = W.shape
     wt = np.empty(n_in * n_out, dtype=np.float32)
@@ -26,7 +26,7 @@ def _rows_by_matvec(W, x, lanes_kind):
     return out
 
 
-@kernel
+@kernel(allocates=True)
 def _rows_by_dot(W, x, lanes_kind):
     n_out, n_in = W.shape
     out = np.empty(n_out, dtype=np.float32)
