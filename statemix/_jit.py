@@ -27,8 +27,9 @@ on any machine (see the project's determinism notes):
   thread count (``-T``) therefore changes speed, never a bit of output.
 - numba's reference counting of arrays (its runtime, NRT) is off unless a kernel says it allocates
   (``allocates=True``; parallel kernels always keep it).  With it on, every array a kernel passes to
-  another, or unpacks from a tuple, costs an atomic increment and decrement: about a third of cm's
-  time per bit (perf, 2026-12-04), and 0.7 times the time without it, with the same output.  A
+  another, or unpacks from a tuple, costs an atomic increment and decrement: a third of cm's samples
+  (perf, 2026-12-04); without them level 2 takes 0.58 times the time and level 1 0.33 times, with the
+  same output (bench/RESULTS.md), and compiling takes about a third of the time.  A
   kernel without it cannot allocate (numba refuses to compile ``np.empty`` there: the fix is to
   declare ``allocates=True``) and must not return an array (nothing would own it; the policy tests
   check every compiled kernel).  The setting is per kernel, never inherited from the caller: an
