@@ -47,29 +47,31 @@ GOLDEN_EMPTY = bytes.fromhex(
     "02"  # format version
     "01"  # arithmetic version
     "0e"  # model record length
-    "01" "0003" "0e10" "0704" "05" "ffefffff03" "e1"  # model record: cm (id 1), wide component set:
+    "01" "0003" "0e10" "0704" "05" "ffefffff03" "c1"  # model record: cm (id 1), wide component set:
     #       table_bits, hist_bits, mixers, APMs, 5 bytes of mask of context kinds (0-11, 13-33),
     #       byte-distribution source 1 with bits 7-6 set (11): the record detector's revision 2 (it
-    #       finds no short record in text, and finds the rows of 8-bit images), bit 5: byte histories
-    "76eed422"  # header CRC32
+    #       finds no short record in text, and finds the rows of 8-bit images); bit 5 clear: no byte
+    #       histories (an input under 512 KiB has none)
+    "beceba19"  # header CRC32
     "00"  # end block
     "00"  # original length 0
     "00000000"  # CRC32 of no data
 )
-#: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 25 bytes
+#: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 24 bytes
 GOLDEN_TEXT = bytes.fromhex(
-    "89534d580201" "0e" "010003" "0e100704" "05" "ffefffff03" "e1" "76eed422"  # header, as above
-    "01" "cc03" "19" "5e" "5877534f"  # modelled block: raw length 460, payload 25, check, CRC32
-    "80056eb4a76c921721eeab4bb675edd484fa5f58a935d4de03"  # the range coder's code word
-    "00" "cc03" "5877534f"  # end block: length 460, CRC32
-)
-#: The same, written by level 2 before it had byte histories (bit 5 of the record's last byte clear)
-GOLDEN_EMPTY_NO_BYTE_HISTORIES = bytes.fromhex(
-    "89534d5802010e0100030e10070405ffefffff03c1" "beceba19" "00" "00" "00000000")
-GOLDEN_TEXT_NO_BYTE_HISTORIES = bytes.fromhex(
-    "89534d5802010e0100030e10070405ffefffff03c1" "beceba19"  # header, as above
+    "89534d580201" "0e" "010003" "0e100704" "05" "ffefffff03" "c1" "beceba19"  # header, as above
     "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
     "80056eb4a76c921721eeab4bb675edd4956ab6a80723fe46"  # the range coder's code word
+    "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same, written by level 2 while it had byte histories at every input size (bit 5 of the
+#: record's last byte: e1); today only a level 2 for 512 KiB or more, or of unknown size, has them
+GOLDEN_EMPTY_BYTE_HISTORIES = bytes.fromhex(
+    "89534d5802010e0100030e10070405ffefffff03e1" "76eed422" "00" "00" "00000000")
+GOLDEN_TEXT_BYTE_HISTORIES = bytes.fromhex(
+    "89534d5802010e0100030e10070405ffefffff03e1" "76eed422"  # header, as above
+    "01" "cc03" "19" "5e" "5877534f"  # modelled block: raw length 460, payload 25, check, CRC32
+    "80056eb4a76c921721eeab4bb675edd484fa5f58a935d4de03"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
 )
 #: The same, written by level 2 before word trio, column, sparse 2 and line start joined it (29
@@ -1137,10 +1139,9 @@ def test_golden_streams_of_the_first_level_2_still_decode():
     assert statemix.decompress(GOLDEN_TEXT_10_CONTEXTS) == GOLDEN_INPUT
 
 
-def test_golden_streams_of_level_2_before_its_byte_histories_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_NO_BYTE_HISTORIES) == b""
-    assert statemix.decompress(GOLDEN_TEXT_NO_BYTE_HISTORIES) == GOLDEN_INPUT
-    assert statemix.compress(GOLDEN_INPUT) != GOLDEN_TEXT_NO_BYTE_HISTORIES
+def test_golden_streams_of_level_2_with_byte_histories_still_decode():
+    assert statemix.decompress(GOLDEN_EMPTY_BYTE_HISTORIES) == b""
+    assert statemix.decompress(GOLDEN_TEXT_BYTE_HISTORIES) == GOLDEN_INPUT
 
 
 def test_golden_streams_of_level_2_before_its_last_text_contexts_still_decode():
@@ -1185,17 +1186,18 @@ GOLDEN_TEXT_LEVEL1_ONE_MIXER = bytes.fromhex(
 
 
 #: statemix.compress(GOLDEN_INPUT, level=3): level 2's record but for its byte-distribution source,
-#: the SSM with the count models (02), and byte histories (bit 5 of the last byte: e2)
+#: the SSM with the count models (02); no byte histories (bit 5 of the last byte clear: an input under
+#: 512 KiB has none)
 GOLDEN_TEXT_LEVEL3 = bytes.fromhex(
-    "89534d5802010e0100030e10070405ffefffff03e2" "ccbfddbb"  # header: level 3 model record, CRC32
-    "01" "cc03" "19" "5e" "5877534f"  # modelled block: raw length 460, payload 25, check, CRC32
-    "800571f6084a643e7d046e3c887cc9bad7d9b02b6e670b41dd"  # the range coder's code word
+    "89534d5802010e0100030e10070405ffefffff03c2" "049fb380"  # header: level 3 model record, CRC32
+    "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
+    "800571f6084a643e7d046e3c887cc9baea574a5ec04e30f0"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
 )
-#: The same before its byte histories: it must decode as it did.
-GOLDEN_TEXT_LEVEL3_NO_BYTE_HISTORIES = bytes.fromhex(
-    "89534d5802010e0100030e10070405ffefffff03c2" "049fb380" "01cc0318c85877534f"
-    "800571f6084a643e7d046e3c887cc9baea574a5ec04e30f0" "00cc035877534f"
+#: The same while level 3 had byte histories at every input size (e2): it must decode as it did.
+GOLDEN_TEXT_LEVEL3_BYTE_HISTORIES = bytes.fromhex(
+    "89534d5802010e0100030e10070405ffefffff03e2" "ccbfddbb" "01cc03195e5877534f"
+    "800571f6084a643e7d046e3c887cc9bad7d9b02b6e670b41dd" "00cc035877534f"
 )
 #: The same before word trio, column, sparse 2 and line start (29 contexts): it must decode as it did.
 GOLDEN_TEXT_LEVEL3_29_CONTEXTS = bytes.fromhex(
@@ -1244,7 +1246,7 @@ def test_golden_streams_at_every_level():
         assert statemix.decompress(golden) == GOLDEN_INPUT
     assert statemix.decompress(GOLDEN_TEXT_LEVEL1_ONE_MIXER) == GOLDEN_INPUT
     assert statemix.decompress(GOLDEN_TEXT_LEVEL3_16_CONTEXTS) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_NO_BYTE_HISTORIES) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_BYTE_HISTORIES) == GOLDEN_INPUT
     assert statemix.decompress(GOLDEN_TEXT_LEVEL3_29_CONTEXTS) == GOLDEN_INPUT
     assert statemix.decompress(GOLDEN_TEXT_LEVEL3_32_KINDS) == GOLDEN_INPUT
     assert statemix.decompress(GOLDEN_TEXT_LEVEL3_UNGATED) == GOLDEN_INPUT

@@ -120,9 +120,18 @@ def test_record_carries_byte_histories_and_only_text_contexts_get_them():
 
 def test_byte_histories_change_the_code_and_round_trip():
     data = text_sample(30_000, seed=8)
-    level3 = cm.config_for_level(3, len(data))
-    without = cm.Config(**{**level3.__dict__, "byte_histories": False})
+    without = cm.config_for_level(3, len(data))  # sized to a small input: none (see the next test)
+    level3 = cm.Config(**{**without.__dict__, "byte_histories": True})
     coded = cm.Model(level3).encode(data, len(data))
     assert coded != cm.Model(without).encode(data, len(data))
     assert cm.Model(level3).decode(coded, len(data)) == data
-    assert statemix.decompress(statemix.compress(data, level=3)) == data
+    compressor = statemix.Compressor(level=3)  # of unknown size: with them
+    assert statemix.decompress(compressor.compress(data) + compressor.flush()) == data
+
+
+def test_only_presets_for_inputs_of_512_kib_or_more_or_of_unknown_size_have_byte_histories():
+    for level in (2, 3):
+        assert not cm.config_for_level(level, 512 * 1024 - 1).byte_histories
+        assert cm.config_for_level(level, 512 * 1024).byte_histories
+        assert cm.config_for_level(level, None).byte_histories
+    assert not cm.config_for_level(1, None).byte_histories

@@ -47,6 +47,11 @@ CM_KINDS = TEXT_KINDS + STRUCTURE_KINDS + INSTRUCTION_KINDS
 #: enwik8_1M and 0.48% on enwik8_3M for 1.2 times the time, since the kernels count no references;
 #: level 2 had none while they took it past issue 12's 60 s per MB).  Level 2's contexts at 32 MiB
 #: regions gained only 0.03% and 0.14% more: not taken.
+#: Byte histories cost small inputs (their inputs learn slowly: +1-2% on the 4-50 kB Calgary and
+#: Canterbury texts, +0.55% at 100 kB of enwik8, +0.38% at 500 kB of book1; −0.08% at 500 kB of enwik8,
+#: −0.26% at 1 MB): a preset sized to an input under 512 KiB (a fit, see cm_fit, under
+#: BYTE_HISTORIES_MIN_FIT) has none; one for an input of unknown size has them.
+BYTE_HISTORIES_MIN_FIT = 23
 #: Level 1 has 2 mixers and 2**22-byte regions (bench/RESULTS.md, issue 12: -2.4% on enwik8_1M for
 #: 1.2 times the time; 1 mixer and 2**20 before).
 CM_LEVELS = {
@@ -71,6 +76,7 @@ def cm_sized(level: int, fit: int | None) -> dict:
     if fit is not None:
         preset["table_bits"] = min(preset["table_bits"], fit + 2)
         preset["hist_bits"] = min(preset["hist_bits"], max(CM_MIN_HIST_BITS, fit))
+        preset["byte_histories"] = preset["byte_histories"] and fit >= BYTE_HISTORIES_MIN_FIT
     return preset
 
 
