@@ -178,7 +178,9 @@ def kernel(function=None, *, parallel: bool = False, inline: bool = False, alloc
     numba inlines into its callers before compiling them (no call, and per bit a call made cm 1.4
     times slower).  An inlined helper must never assign to one of its parameters: numba 0.6x's
     inliner then changed the caller's results (caught by the golden tests; tests/test_kernel_policy.py
-    checks the rule).  No other numba option may be set by a caller.
+    checks the rule).  An inlined helper that allocates says so too: numba types it with its own
+    setting before inlining it (without, its ``np.zeros`` fails to compile).  No other numba option
+    may be set by a caller.
     """
 
     def compile_(fn):

@@ -105,7 +105,7 @@ def _bwd_out(P, off, sz, acts, grads, l, t, acc, dyg):
         gp[l, t, N + n] = dot8(gyr, hs[l, t + 1, n], E)
 
 
-@kernel(allocates=True, inline=True)
+@kernel(allocates=True, inline=True)  # inlined, but numba types it with its own setting: it needs both
 def _bwd_scan(Aneg, off, sz, acts, grads, G, l, e0, e1):
     """Backward through the state update for channels e0..e1-1, positions T-1 down to 0."""
     xs, pj, dtpre, dt, hs, dA = acts.xs, acts.pj, acts.dtpre, acts.dt, acts.hs, acts.dA
