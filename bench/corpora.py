@@ -1,12 +1,13 @@
 """statemix against zstd -19 and xz -9e on every file of the Canterbury and Calgary corpora.
 
-Usage: python bench/corpora.py [--shared ../shared/data] [--level N] [--text] [--zpaq PATH]
+Usage: python bench/corpora.py [--shared ../shared/data] [--level N] [--text] [--zpaq PATH] [--files F ...]
 Every statemix stream is decompressed and compared before its size counts.  Prints a markdown table
 (bytes, and statemix's margin over zstd -19 and xz -9e) and checks the two promises of the
 robustness issue: never more than zstd -19's output + 64 bytes, and smaller than xz -9e on text.
 ``--text``: the text files only.  ``--zpaq``: a zpaq 7.15 binary built beside the project (see
 bench/structure.py); adds zpaq -m5's archive size per file and lists the files where statemix is not
-smaller (issue 12's promise on text).
+smaller (issue 12's promise on text).  ``--files``: these files instead of the corpora, all counted as
+text (issue 12's set of text that is not enwik8: bench/text_set.py builds it).
 """
 
 from __future__ import annotations
@@ -57,8 +58,13 @@ def main() -> None:
     parser.add_argument("--level", type=int)
     parser.add_argument("--text", action="store_true", help="the text files only")
     parser.add_argument("--zpaq", type=Path, help="a zpaq 7.15 binary: add zpaq -m5's sizes")
+    parser.add_argument("--files", type=Path, nargs="+", help="these files (all text) instead of the corpora")
     args = parser.parse_args()
-    files = sorted(p for p in (args.shared / "corpora").rglob("*") if p.is_file() and (is_text(p) or not args.text))
+    if args.files:
+        TEXT_NAMES.update(p.name for p in args.files)
+        files = args.files
+    else:
+        files = sorted(p for p in (args.shared / "corpora").rglob("*") if p.is_file() and (is_text(p) or not args.text))
     if not files:
         raise SystemExit(f"no corpus files under {args.shared / 'corpora'} (use --shared)")
     rows = [measure(p, args.level, args.zpaq) for p in files]

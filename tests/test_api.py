@@ -46,23 +46,30 @@ GOLDEN_EMPTY = bytes.fromhex(
     "89534d58"  # magic
     "02"  # format version
     "01"  # arithmetic version
-    "0e"  # model record length
-    "01" "0003" "0e10" "0704" "05" "ffefffff03" "c1"  # model record: cm (id 1), wide component set:
-    #       table_bits, hist_bits, mixers, APMs, 5 bytes of mask of context kinds (0-11, 13-33),
-    #       byte-distribution source 1 with bits 7-6 set (11): the record detector's revision 2 (it
-    #       finds no short record in text, and finds the rows of 8-bit images); bit 5 clear: no byte
-    #       histories (an input under 512 KiB has none)
-    "beceba19"  # header CRC32
+    "0f"  # model record length
+    "01" "0004" "01" "0e10" "0804" "05" "ffefffff03" "c1"  # model record: cm (id 1), component set with
+    #       a model revision: revision 1 (the mixers' learning rates), table_bits, hist_bits, 8 mixers,
+    #       4 APMs, 5 bytes of mask of context kinds (0-11, 13-33), byte-distribution source 1 with
+    #       bits 7-6 set (11): the record detector's revision 2 (it finds no short record in text, and
+    #       finds the rows of 8-bit images); bit 5 clear: no byte histories (an input under 512 KiB has none)
+    "76786846"  # header CRC32
     "00"  # end block
     "00"  # original length 0
     "00000000"  # CRC32 of no data
 )
 #: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 24 bytes
 GOLDEN_TEXT = bytes.fromhex(
-    "89534d580201" "0e" "010003" "0e100704" "05" "ffefffff03" "c1" "beceba19"  # header, as above
+    "89534d580201" "0f" "01000401" "0e100804" "05" "ffefffff03" "c1" "76786846"  # header, as above
     "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
-    "80056eb4a76c921721eeab4bb675edd4956ab6a80723fe46"  # the range coder's code word
+    "80056faa58e47d46c42e0152fc1138df55962376e1a810f2"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same, written by level 2 before model revision 1 and its eighth mixer (a ``00 03`` record: the
+#: mixers' first learning rates, 7 mixers): it must decode as it did.
+GOLDEN_EMPTY_FIRST_RATES = bytes.fromhex("89534d5802010e0100030e10070405ffefffff03c1beceba19" "00" "00" "00000000")
+GOLDEN_TEXT_FIRST_RATES = bytes.fromhex(
+    "89534d5802010e0100030e10070405ffefffff03c1beceba19"  # header
+    "01cc0318c85877534f" "80056eb4a76c921721eeab4bb675edd4956ab6a80723fe46" "00cc035877534f"
 )
 #: The same, written by level 2 while it had byte histories at every input size (bit 5 of the
 #: record's last byte: e1); today only a level 2 for 512 KiB or more, or of unknown size, has them
@@ -967,7 +974,7 @@ def test_read_info_one_stream():
 def test_read_info_empty_stream():
     (info,) = statemix.read_info(io.BytesIO(GOLDEN_EMPTY))
     assert info.blocks == []
-    assert info.compressed_size == len(GOLDEN_EMPTY) == 31
+    assert info.compressed_size == len(GOLDEN_EMPTY) == 32
     assert info.uncompressed_size == 0
     assert info.crc32 == 0
 
@@ -1139,6 +1146,11 @@ def test_golden_streams_of_the_first_level_2_still_decode():
     assert statemix.decompress(GOLDEN_TEXT_10_CONTEXTS) == GOLDEN_INPUT
 
 
+def test_golden_streams_of_level_2_before_model_revision_1_still_decode():
+    assert statemix.decompress(GOLDEN_EMPTY_FIRST_RATES) == b""
+    assert statemix.decompress(GOLDEN_TEXT_FIRST_RATES) == GOLDEN_INPUT
+
+
 def test_golden_streams_of_level_2_with_byte_histories_still_decode():
     assert statemix.decompress(GOLDEN_EMPTY_BYTE_HISTORIES) == b""
     assert statemix.decompress(GOLDEN_TEXT_BYTE_HISTORIES) == GOLDEN_INPUT
@@ -1189,10 +1201,15 @@ GOLDEN_TEXT_LEVEL1_ONE_MIXER = bytes.fromhex(
 #: the SSM with the count models (02); no byte histories (bit 5 of the last byte clear: an input under
 #: 512 KiB has none)
 GOLDEN_TEXT_LEVEL3 = bytes.fromhex(
-    "89534d5802010e0100030e10070405ffefffff03c2" "049fb380"  # header: level 3 model record, CRC32
+    "89534d5802010f01000401" "0e10080405ffefffff03c2" "cc2961df"  # header: level 3 model record, CRC32
     "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
-    "800571f6084a643e7d046e3c887cc9baea574a5ec04e30f0"  # the range coder's code word
+    "800572a78f3c8a6474656f64ca93b0f5e4e1799d2dcefdec"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same before model revision 1 and its eighth mixer: it must decode as it did.
+GOLDEN_TEXT_LEVEL3_FIRST_RATES = bytes.fromhex(
+    "89534d5802010e0100030e10070405ffefffff03c2" "049fb380"
+    "01cc0318c85877534f" "800571f6084a643e7d046e3c887cc9baea574a5ec04e30f0" "00cc035877534f"
 )
 #: The same while level 3 had byte histories at every input size (e2): it must decode as it did.
 GOLDEN_TEXT_LEVEL3_BYTE_HISTORIES = bytes.fromhex(
@@ -1251,3 +1268,4 @@ def test_golden_streams_at_every_level():
     assert statemix.decompress(GOLDEN_TEXT_LEVEL3_32_KINDS) == GOLDEN_INPUT
     assert statemix.decompress(GOLDEN_TEXT_LEVEL3_UNGATED) == GOLDEN_INPUT
     assert statemix.decompress(GOLDEN_TEXT_LEVEL3_REVISION_1) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_FIRST_RATES) == GOLDEN_INPUT

@@ -223,6 +223,7 @@ def test_revision_0_of_the_detector_writes_what_the_first_build_wrote():
     preset["kinds"] = (*range(10), 11, *range(14, 19), *range(21, image.FIRST_GRAY_KIND))  # that build's
     preset["contexts"] = len(preset["kinds"])
     preset["byte_histories"] = False  # (nor byte histories)
+    preset["mixers"], preset["revision"] = 7, 0  # (nor the eighth mixer and model revision 1)
     streams = {}
     for detector in (0, 1):
         spec = ModelSpec(cm.MODEL_ID, cm.Config(**{**preset, "detector": detector}).to_bytes())

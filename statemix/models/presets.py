@@ -10,7 +10,8 @@ cm (model id 1), per level: ``table_bits`` (log2 bytes of bit-history states per
 ``hist_bits`` (log2 bytes of the match model's history), ``contexts``, ``mixers``, ``apms``, and
 optionally ``kinds``, the component list (context kinds of ``statemix.models.bit.contexts``; without
 it the level writes the first, 5-byte record: the first ``contexts`` kinds), ``source`` (the byte-distribution
-input) and ``detector`` (the record detector's revision, ``statemix.models.bit.record``).  Level 1 trades size for
+input), ``detector`` (the record detector's revision, ``statemix.models.bit.record``) and ``revision`` (the
+model's revision: constants without a field of their own, cm's Config).  Level 1 trades size for
 speed.  With ``size_hint`` (the input length, when known) both sizes shrink to
 ``fit = max(12, bit_length(8 * size))``: ``table_bits <= fit + 2`` and ``hist_bits <= max(16, fit)``.
 
@@ -52,14 +53,17 @@ CM_KINDS = TEXT_KINDS + STRUCTURE_KINDS + INSTRUCTION_KINDS
 #: −0.26% at 1 MB): a preset sized to an input under 512 KiB (a fit, see cm_fit, under
 #: BYTE_HISTORIES_MIN_FIT) has none; one for an input of unknown size has them.
 BYTE_HISTORIES_MIN_FIT = 23
+#: Levels 2 and 3 have model revision 1 (the mixers' learning rates 3 and 1, .bit.mixer.RATES) and an
+#: eighth mixer, selected by the character classes of c2 and c1 with c0 (bench/RESULTS.md, issue 12:
+#: together -0.35% on enwik8_1M and -0.37% on enwik8_3M for about 1.05 times the time).
 #: Level 1 has 2 mixers and 2**22-byte regions (bench/RESULTS.md, issue 12: -2.4% on enwik8_1M for
 #: 1.2 times the time; 1 mixer and 2**20 before).
 CM_LEVELS = {
     1: dict(table_bits=22, hist_bits=22, contexts=5, mixers=2, apms=1),
-    2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=7, apms=4, kinds=CM_KINDS, source=1,
-            detector=2, byte_histories=True),
-    3: dict(table_bits=25, hist_bits=26, contexts=len(CM_KINDS), mixers=7, apms=4, kinds=CM_KINDS, source=2,
-            detector=2, byte_histories=True),
+    2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=8, apms=4, kinds=CM_KINDS, source=1,
+            detector=2, byte_histories=True, revision=1),
+    3: dict(table_bits=25, hist_bits=26, contexts=len(CM_KINDS), mixers=8, apms=4, kinds=CM_KINDS, source=2,
+            detector=2, byte_histories=True, revision=1),
 }
 #: Largest sizes any cm preset writes: a record asking for more is corrupt (and could not be
 #: allocated on an ordinary machine: 2**26 * 10 bytes of tables alone is 640 MiB).
@@ -71,8 +75,9 @@ CM_MIN_TABLE_BITS, CM_MIN_HIST_BITS = 12, 16
 def cm_sized(level: int, fit: int | None) -> dict:
     """The cm preset of ``level`` with its tables sized to ``fit`` (None: full size)."""
     # kinds: the component list (None: the first records); detector: the record detector's revision;
-    # byte_histories: the contexts' byte histories (.bit.byte_history)
-    preset = {"kinds": None, "source": 0, "detector": 0, "byte_histories": False, **CM_LEVELS[level]}
+    # byte_histories: the contexts' byte histories (.bit.byte_history); revision: the model's
+    # revision (cm.Config: the mixers' learning rates)
+    preset = {"kinds": None, "source": 0, "detector": 0, "byte_histories": False, "revision": 0, **CM_LEVELS[level]}
     if fit is not None:
         preset["table_bits"] = min(preset["table_bits"], fit + 2)
         preset["hist_bits"] = min(preset["hist_bits"], max(CM_MIN_HIST_BITS, fit))

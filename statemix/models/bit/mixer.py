@@ -17,6 +17,7 @@ weights in units of 2**-16) by a small context::
     5  a 16-bit hash of (c2, c1, bit position)                       65536
     6  the longest order with history (0..8, see .contexts.ORDERS),
        bit position, match state                                     9 x 8 x 4
+    7  the character classes of c2 and c1 (.text), c0                64 x 256 (after 4's record rows)
 
 and give ``dot_m = clamp(sum w_i x_i >> 16, +-2047)`` and ``p_m = squash(dot_m)``.  A final mixer,
 one weight set of ``N_MIXERS`` per ``c0`` after the rows above (the first ``n_mix`` used, each
@@ -24,13 +25,15 @@ initially ``1 / n_mix``), combines them: ``p_mix = squash(sum v_m dot_m >> 16)``
 2**-16); with one mixer, ``p_mix = p_0``.
 
 State: ``STATE_SIZE`` int64 words of the model's state array ``st`` from ``x0``: each mixer's weight
-row (as the index of its first weight), then each mixer's p, then each mixer's dot.
+row (as the index of its first weight), then each mixer's p, then each mixer's dot, then the two
+learning rates (set by :func:`set_rates`).
 
-Training, after the bit ``y``: the final mixer ``v_m += dot_m * err * FINAL_RATE >> 18`` with ``err
+Training, after the bit ``y``: the final mixer ``v_m += dot_m * err * final_rate >> 18`` with ``err
 = y * 2**16 - p_mix``; each mixer ``w_i += x_i * err_m * rate >> 18`` with ``err_m = y * 2**16 -
-p_m``, skipped when ``|err_m| < MIXER_SKIP``, and ``rate = MIXER_RATE + MIXER_RATE_BOOST * 2**16 /
-(bytes seen + 2**16)`` (faster while the stream is young).  Weights stay within +-2**24.  Integer
-arithmetic: a sum's order does not matter, so an input that is always 0 may as well be absent.
+p_m``, skipped when ``|err_m| < MIXER_SKIP``, and ``rate = mixer_rate + MIXER_RATE_BOOST * 2**16 /
+(bytes seen + 2**16)`` (faster while the stream is young).  ``mixer_rate`` and ``final_rate`` are
+the model revision's (:data:`RATES`).  Weights stay within +-2**24.  Integer arithmetic: a sum's
+order does not matter, so an input that is always 0 may as well be absent.
 """
 
 from __future__ import annotations
@@ -41,7 +44,7 @@ from ..._jit import kernel
 from .tables import squash
 from .text import char_class
 
-N_MIXERS = 7
+N_MIXERS = 8
 MIXER1_SETS = 3 * 256  # first weight set of mixer 1; mixer 0 has (3 match states x c0)
 MIXER2_SETS = MIXER1_SETS + 1024  # mixer 1 has (c1, top 2 bits of c2); mixer 2 (known contexts x bit)
 MIXER3_ROWS = 5 * 256  # mixer 3: (expected byte x 4 length buckets), else c0
@@ -49,19 +52,27 @@ MIXER4_ROWS = 1024  # mixer 4: (markup state, class of c1, bit position)
 MIXER5_ROWS = 65536  # mixer 5: hash of (c2, c1, bit position)
 MIXER6_ROWS = 9 * 8 * 4  # mixer 6: (longest order, bit position, match state)
 MIXER4_RECORD_ROWS = 16 * 8  # mixer 4 while a record is found: (3 pixels above, 1 left, bit position)
-FINAL_RATE = 2
-MIXER_RATE = 4  # mixer learning rate (scale: see module docstring)
+MIXER7_ROWS = 64 * 256  # mixer 7: (classes of c2 and c1, c0)
+#: (mixer_rate, final_rate) of each model revision (cm's Config.revision; scale: see the module
+#: docstring).  Revision 1 (issue 12): -0.13% on enwik8_1M, -0.12% on enwik8_3M (bench/RESULTS.md).
+RATES = ((4, 2), (3, 1))
 MIXER_SKIP = 1024  # mixers skip training when |bit - p| < MIXER_SKIP / 2**16
 MIXER_RATE_BOOST = 24  # extra rate at the start of a stream, decaying as 2**16 / (bytes seen + 2**16)
 WEIGHT_LIMIT = 1 << 24
-STATE_SIZE = 3 * N_MIXERS
+MIXER_RATE, FINAL_RATE = 3 * N_MIXERS, 3 * N_MIXERS + 1  # the rates' words in the state
+STATE_SIZE = 3 * N_MIXERS + 2
+
+
+def set_rates(st: np.ndarray, x0: int, revision: int) -> None:
+    """Put the learning rates of model revision ``revision`` in the mixers' state from ``x0``."""
+    st[x0 + MIXER_RATE], st[x0 + FINAL_RATE] = RATES[revision]
 
 
 @kernel(inline=True)
 def sets(max_contexts):
     """Weight sets (rows) of all the mixers for up to ``max_contexts`` hashed contexts."""
     return (MIXER2_SETS + (max_contexts + 1) * 8 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS
-            + MIXER4_RECORD_ROWS)
+            + MIXER4_RECORD_ROWS + MIXER7_ROWS)
 
 
 @kernel(inline=True)
@@ -81,11 +92,11 @@ def initial_weights(n_sets: int, n_in: int, n_mix: int) -> np.ndarray:
 
 @kernel(inline=True)
 def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c0, c1, c2, known, order, bit, markup,
-                 window):
+                 classes, window):
     """Pick each mixer's weight row (stored as the index of its first weight).
 
     ``expected``: the match model's expected byte while it predicts (``match_state`` > 0);
-    ``markup``: the text state's MARKUP word (:mod:`.text`); ``known``: how many hashed contexts
+    ``markup``, ``classes``: the text state's MARKUP and CLASSES words (:mod:`.text`); ``known``: how many hashed contexts
     have history, ``order``: the longest order among them; ``window``: -1, or while a record is
     found the 10 bits one record back around the current byte (:mod:`.record`), whose bits
     ``7 - bit .. 9 - bit`` are the pixels above-right, above and above-left of the current bit.
@@ -111,6 +122,9 @@ def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c
     if n_mix > 6:
         row = (order * 8 + bit) * 4 + match_state
         st[x0 + 6] = (mixer3 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + row) * n_in
+    if n_mix > 7:
+        row = ((classes & 0x3F) << 8) | c0
+        st[x0 + 7] = (mixer3 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS + MIXER4_RECORD_ROWS + row) * n_in
 
 
 @kernel(inline=True)
@@ -133,11 +147,11 @@ def mixer_predict(weights, inputs, n_in, st, x0, n_mix, final_set, lut):
 def mixer_update(weights, inputs, n_in, st, x0, n_mix, final_set, p_mix, bit, pos):
     """Train the final mixer and every mixer on the coded bit (see the module docstring)."""
     if n_mix > 1:
-        err = ((np.int64(bit) << 16) - p_mix) * FINAL_RATE
+        err = ((np.int64(bit) << 16) - p_mix) * st[x0 + FINAL_RATE]
         for m in range(n_mix):
             w = np.int64(weights[final_set + m]) + ((st[x0 + 2 * N_MIXERS + m] * err) >> 18)
             weights[final_set + m] = max(-WEIGHT_LIMIT, min(WEIGHT_LIMIT, w))
-    rate = MIXER_RATE + (MIXER_RATE_BOOST << 16) // (pos + (1 << 16))  # faster while young
+    rate = st[x0 + MIXER_RATE] + (MIXER_RATE_BOOST << 16) // (pos + (1 << 16))  # faster while young
     for m in range(n_mix):
         miss = (np.int64(bit) << 16) - st[x0 + N_MIXERS + m]
         if -MIXER_SKIP < miss < MIXER_SKIP:  # well predicted: the update would be negligible

@@ -26,7 +26,7 @@ components live in :mod:`..bit`, one job per module, in the order of the data fl
 3. Match model (:mod:`..bit.match`): the byte after the most recent earlier occurrence of the last
    bytes.  Byte histories (:mod:`..bit.byte_history`, records that say so): the byte that followed
    each text context last time, and how often in a row, one input per text context.
-4. Mixing (:mod:`..bit.mixer`): up to seven mixers with selected weight sets and a final mixer, each
+4. Mixing (:mod:`..bit.mixer`): up to eight mixers with selected weight sets and a final mixer, each
    trained on its own code length.
 5. APMs (:mod:`..bit.sse`): up to four adaptive tables refine the mixer's probability; the coded
    probability is ``(2 p_mix + 14 mean(p_apm)) / 16``.

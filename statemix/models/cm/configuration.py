@@ -21,6 +21,7 @@ SMALL_TEXT_TABLE_SHIFT = 2  # and the small text contexts' (contexts.SMALL_TEXT_
 RECORD_LIST = b"\x00\x01"  # a record with a component list starts so (a first record's table_bits is >= 12)
 RECORD_MASK = b"\x00\x02"  # and one with a component set
 RECORD_WIDE = b"\x00\x03"  # and one with a component set that holds kinds from 32 on
+RECORD_REVISED = b"\x00\x04"  # and one with a component set and a model revision after the first
 DETECTOR_SHIFT = 6  # a component set's last byte: the byte-distribution source, and these 2 bits the detector's
 BYTE_HISTORIES_BIT = 1 << 5  # and this bit: the byte histories (sources are below it)
 #: the record detector's revision -> its bits in the component set's last byte (see Config), and back
@@ -34,13 +35,15 @@ class Config:
 
     ``table_bits``: log2 of the bytes of bit-history states per hashed context.
     ``hist_bits``: log2 of the match model's history bytes (its hash table has 2**(hist_bits-2)
-    int32 entries).  ``contexts``: how many hashed contexts.  ``mixers``: how many mixers (1..7,
+    int32 entries).  ``contexts``: how many hashed contexts.  ``mixers``: how many mixers (1..8,
     the first of :mod:`.bit.mixer`'s list; with one, no final mixer).  ``apms``: how many APMs (1..4,
     the first of :mod:`.bit.sse`'s list).  ``kinds``: the component set, the context kinds of
     :mod:`.bit.contexts` (kept in id order); None for the first records, which list no
     components and mean the first ``contexts`` kinds in id order (with the run quirk described in the
     module docstring).  ``source``: the byte-distribution input (:mod:`.bit.distribution`, 0 for
-    none).  ``detector``: the record detector's revision (0, 1 or 2, see Records).
+    none).  ``detector``: the record detector's revision (0, 1 or 2, see Records).  ``revision``: the
+    model's revision, which sets constants that are not fields of their own (the mixers' learning
+    rates, :data:`.bit.mixer.RATES`); 0 in every record before ``00 04``.
 
     Records: the first format is 5 bytes ``table_bits, hist_bits, contexts, mixers, apms``; a record
     with a component list is ``00 01 table_bits hist_bits mixers apms n kind_0 .. kind_n-1`` (read,
@@ -52,7 +55,10 @@ class Config:
     which finds no short or weak record in text; ``11`` revision 2, which also finds the rows of
     8-bit images (``01`` is refused: a newer statemix may know it).  A set with kinds from 32 on
     (the x86 instruction contexts) is written ``00 03 table_bits hist_bits mixers apms n``, an
-    ``n``-byte mask (5 to 8 bytes, its last byte not 0) and the same last byte.  (The kinds in id
+    ``n``-byte mask (5 to 8 bytes, its last byte not 0) and the same last byte.  A model revision
+    after the first is written ``00 04 revision table_bits hist_bits mixers apms n``, an ``n``-byte
+    mask (4 to 8 bytes, as short as the kinds allow) and the same last byte; a revision this build
+    does not know is refused, naming it.  (The kinds in id
     order: the model's output does not depend on the order of its contexts, since each owns its own
     tables and the mixers' integer sums do not depend on the order of their terms).  A stream record
     is accepted only within the sizes the presets write (:mod:`.presets`).
@@ -67,10 +73,13 @@ class Config:
     source: int = distribution.SOURCE_NONE
     detector: int = 0
     byte_histories: bool = False
+    revision: int = 0
 
     def __post_init__(self):
         if self.kinds is not None:  # a set of kinds, kept in id order (see Records)
             object.__setattr__(self, "kinds", tuple(sorted(self.kinds)))
+        elif self.revision:
+            raise ValueError("a cm model revision after the first needs a component set (see Records)")
 
     @property
     def context_kinds(self) -> tuple:
@@ -104,7 +113,10 @@ class Config:
         mask = sum(1 << kind for kind in self.kinds)
         fields = bytes([self.table_bits, self.hist_bits, self.mixers, self.apms])
         width = (mask.bit_length() + 7) // 8
-        if width <= 4:
+        if self.revision:
+            width = max(4, width)
+            head = RECORD_REVISED + bytes([self.revision]) + fields + bytes([width])
+        elif width <= 4:
             head, width = RECORD_MASK + fields, 4
         else:
             head = RECORD_WIDE + fields + bytes([width])
@@ -114,7 +126,18 @@ class Config:
     @classmethod
     def from_bytes(cls, raw: bytes) -> "Config":
         raw = bytes(raw)
-        if raw[:2] in (RECORD_LIST, RECORD_MASK, RECORD_WIDE):
+        if raw[:2] == RECORD_REVISED and len(raw) >= 3 and raw[2] >= len(mixer.RATES):
+            raise ValueError(f"cm model revision {raw[2]} unknown: this build knows revisions 0 to "
+                             f"{len(mixer.RATES) - 1} (a newer statemix may know it)")
+        if raw[:2] == RECORD_REVISED:
+            if not (len(raw) >= 9 and 4 <= raw[7] <= 8 and len(raw) == 9 + raw[7]):
+                raise ValueError("cm model record has the wrong length")
+            kinds, source, detector, histories = _component_set(raw[8:-1], raw[-1])
+            config = cls(raw[3], raw[4], len(kinds), raw[5], raw[6], kinds, source, detector, histories, raw[2])
+            if config.to_bytes() != raw:
+                raise ValueError("cm model record is not in its canonical form")
+            _check_kinds(kinds)
+        elif raw[:2] in (RECORD_LIST, RECORD_MASK, RECORD_WIDE):
             source, detector, histories = 0, 0, False
             if raw[:2] == RECORD_LIST and len(raw) >= 7:
                 kinds = tuple(raw[7:])
@@ -127,9 +150,7 @@ class Config:
             else:
                 raise ValueError("cm model record has the wrong length")
             config = cls(raw[2], raw[3], len(kinds), raw[4], raw[5], kinds, source, detector, histories)
-            if len(set(kinds)) != len(kinds) or any(k >= N_HASHED for k in kinds):
-                raise ValueError(f"cm component list invalid (unknown or repeated context): {kinds}; a context "
-                                 f"this build does not know needs a newer statemix")
+            _check_kinds(kinds)
         elif len(raw) == 5:
             config = cls(*raw)
             if config.contexts > FIRST_RECORD_KINDS:
@@ -209,6 +230,12 @@ class Config:
         return (f"{name} ({sizes}{listed}, {self.mixers} "
                 f"mixer{'s' if self.mixers > 1 else ''}, {self.apms} APM{'s' if self.apms > 1 else ''}, "
                 f"{_size(1 << self.hist_bits)} history, at most {_size(self.memory_bytes())} of memory)")
+
+
+def _check_kinds(kinds: tuple) -> None:
+    if len(set(kinds)) != len(kinds) or any(k >= N_HASHED for k in kinds):
+        raise ValueError(f"cm component list invalid (unknown or repeated context): {kinds}; a context "
+                         f"this build does not know needs a newer statemix")
 
 
 def _component_set(mask: bytes, last: int) -> tuple[tuple, int, int, bool]:

@@ -145,7 +145,8 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup)
     predicting = match_state(st, MATCH)
     expected = match_expected(st, MATCH, hist, st[HIST_BITS]) if predicting > 0 else np.int64(-1)
     mixer_select(st, MIXERS, n_in, n_ctx, st[N_MIX], predicting, expected, st[MATCH + match.LEN], c0, c1,
-                 (st[HIST4] >> 8) & 0xFF, known, order, bit, st[TEXT + text.MARKUP], st[RECORD + record.WINDOW])
+                 (st[HIST4] >> 8) & 0xFF, known, order, bit, st[TEXT + text.MARKUP], st[TEXT + text.CLASSES],
+                 st[RECORD + record.WINDOW])
     final = final_set(n_ctx, n_in, c0)
     p_mix = mixer_predict(weights, inputs, n_in, st, MIXERS, st[N_MIX], final, lut)
     st[P_MIX] = p_mix
@@ -339,5 +340,6 @@ def new_state(config) -> np.ndarray:
     st[RECORD + record.USED] = config.has_records
     st[RECORD + record.GATED] = config.detector
     st[RECORD + record.WINDOW] = -1
+    mixer.set_rates(st, MIXERS, config.revision)
     return st
 
