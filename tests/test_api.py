@@ -48,7 +48,7 @@ GOLDEN_EMPTY = bytes.fromhex(
     "01"  # arithmetic version
     "0f"  # model record length
     "01" "0004" "01" "0e10" "0804" "05" "ffefffff03" "c1"  # model record: cm (id 1), component set with
-    #       a model revision: revision 1 (the mixers' learning rates), table_bits, hist_bits, 8 mixers,
+    #       a model revision: revision 1 (the mixers' weights and rates), table_bits, hist_bits, 8 mixers,
     #       4 APMs, 5 bytes of mask of context kinds (0-11, 13-33), byte-distribution source 1 with
     #       bits 7-6 set (11): the record detector's revision 2 (it finds no short record in text, and
     #       finds the rows of 8-bit images); bit 5 clear: no byte histories (an input under 512 KiB has none)
@@ -57,11 +57,11 @@ GOLDEN_EMPTY = bytes.fromhex(
     "00"  # original length 0
     "00000000"  # CRC32 of no data
 )
-#: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 24 bytes
+#: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 23 bytes
 GOLDEN_TEXT = bytes.fromhex(
     "89534d580201" "0f" "01000401" "0e100804" "05" "ffefffff03" "c1" "76786846"  # header, as above
-    "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
-    "80056faa58e47d46c42e0152fc1138df55962376e1a810f2"  # the range coder's code word
+    "01" "cc03" "17" "59" "5877534f"  # modelled block: raw length 460, payload 23, check, CRC32
+    "872a8c85b763acf775f1d7ca03192a1b19b5f22f59f4f4"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
 )
 #: The same, written by level 2 before model revision 1 and its eighth mixer (a ``00 03`` record: the
@@ -1202,8 +1202,8 @@ GOLDEN_TEXT_LEVEL1_ONE_MIXER = bytes.fromhex(
 #: 512 KiB has none)
 GOLDEN_TEXT_LEVEL3 = bytes.fromhex(
     "89534d5802010f01000401" "0e10080405ffefffff03c2" "cc2961df"  # header: level 3 model record, CRC32
-    "01" "cc03" "18" "c8" "5877534f"  # modelled block: raw length 460, payload 24, check, CRC32
-    "800572a78f3c8a6474656f64ca93b0f5e4e1799d2dcefdec"  # the range coder's code word
+    "01" "cc03" "17" "59" "5877534f"  # modelled block: raw length 460, payload 23, check, CRC32
+    "872af9695c4b4fa87358271b106f0053de6cdf0f97a127"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
 )
 #: The same before model revision 1 and its eighth mixer: it must decode as it did.

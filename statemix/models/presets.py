@@ -53,9 +53,9 @@ CM_KINDS = TEXT_KINDS + STRUCTURE_KINDS + INSTRUCTION_KINDS
 #: −0.26% at 1 MB): a preset sized to an input under 512 KiB (a fit, see cm_fit, under
 #: BYTE_HISTORIES_MIN_FIT) has none; one for an input of unknown size has them.
 BYTE_HISTORIES_MIN_FIT = 23
-#: Levels 2 and 3 have model revision 1 (the mixers' learning rates 3 and 1, .bit.mixer.RATES) and an
-#: eighth mixer, selected by the character classes of c2 and c1 with c0 (bench/RESULTS.md, issue 12:
-#: together -0.35% on enwik8_1M and -0.37% on enwik8_3M for about 1.05 times the time).
+#: Levels 2 and 3 have model revision 1 (the mixers' initial weights and learning rates,
+#: .bit.mixer.REVISIONS) and an eighth mixer, selected by the character classes of c2 and c1 with c0
+#: (bench/RESULTS.md, issue 12: together -1.1% on enwik8_1M, for 1.04 times the time).
 #: Level 1 has 2 mixers and 2**22-byte regions (bench/RESULTS.md, issue 12: -2.4% on enwik8_1M for
 #: 1.2 times the time; 1 mixer and 2**20 before).
 CM_LEVELS = {

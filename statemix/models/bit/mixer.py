@@ -25,18 +25,22 @@ initially ``1 / n_mix``), combines them: ``p_mix = squash(sum v_m dot_m >> 16)``
 2**-16); with one mixer, ``p_mix = p_0``.
 
 State: ``STATE_SIZE`` int64 words of the model's state array ``st`` from ``x0``: each mixer's weight
-row (as the index of its first weight), then each mixer's p, then each mixer's dot, then the two
-learning rates (set by :func:`set_rates`).
+row (as the index of its first weight), then each mixer's p, then each mixer's dot, then the
+revision's three learning rates (set by :func:`set_rates`).
 
-Training, after the bit ``y``: the final mixer ``v_m += dot_m * err * final_rate >> 18`` with ``err
-= y * 2**16 - p_mix``; each mixer ``w_i += x_i * err_m * rate >> 18`` with ``err_m = y * 2**16 -
-p_m``, skipped when ``|err_m| < MIXER_SKIP``, and ``rate = mixer_rate + MIXER_RATE_BOOST * 2**16 /
-(bytes seen + 2**16)`` (faster while the stream is young).  ``mixer_rate`` and ``final_rate`` are
-the model revision's (:data:`RATES`).  Weights stay within +-2**24.  Integer arithmetic: a sum's
-order does not matter, so an input that is always 0 may as well be absent.
+Training, after the bit ``y``: the final mixer ``v_m += dot_m * err * final_rate >> 22`` with ``err
+= y * 2**16 - p_mix`` and ``final_rate = final + final_boost * 2**16 / (bytes seen + 2**16)``
+(units of 2**-4); each mixer ``w_i += x_i * err_m * rate >> 18`` with ``err_m = y * 2**16 - p_m``,
+skipped when ``|err_m| < MIXER_SKIP``, and ``rate = mixer_rate + MIXER_RATE_BOOST * 2**16 / (bytes
+seen + 2**16)`` (both faster while the stream is young).  ``mixer_rate``, ``final``, ``final_boost``
+and the weights a new weight set starts from are the model revision's (:data:`REVISIONS`).  Weights
+stay within +-2**24.  Integer arithmetic: a sum's order does not matter, so an input that is always
+0 may as well be absent.
 """
 
 from __future__ import annotations
+
+from collections import namedtuple
 
 import numpy as np
 
@@ -53,19 +57,26 @@ MIXER5_ROWS = 65536  # mixer 5: hash of (c2, c1, bit position)
 MIXER6_ROWS = 9 * 8 * 4  # mixer 6: (longest order, bit position, match state)
 MIXER4_RECORD_ROWS = 16 * 8  # mixer 4 while a record is found: (3 pixels above, 1 left, bit position)
 MIXER7_ROWS = 64 * 256  # mixer 7: (classes of c2 and c1, c0)
-#: (mixer_rate, final_rate) of each model revision (cm's Config.revision; scale: see the module
-#: docstring).  Revision 1 (issue 12): -0.13% on enwik8_1M, -0.12% on enwik8_3M (bench/RESULTS.md).
-RATES = ((4, 2), (3, 1))
+#: The mixers' constants of each model revision (cm's Config.revision; scales: see the module
+#: docstring): ``mixer_rate``, the final mixer's ``final`` and ``final_boost`` rates, and the weight
+#: ``1 / initial`` every input but the bias starts with in every weight set.
+Revision = namedtuple("Revision", "mixer_rate final final_boost initial")
+#: Revision 0: the first.  Revision 1 (issue 12, bench/RESULTS.md): weights start at 1/24, not 1/4 (with
+#: about 90 inputs, 1/4 each made every new weight set far too sure of itself), slower rates once the
+#: stream is older: -1.1% on enwik8_1M and about -1.6% on the small Calgary/Canterbury texts.
+REVISIONS = (Revision(4, 32, 0, 4), Revision(3, 16, 16, 24))
 MIXER_SKIP = 1024  # mixers skip training when |bit - p| < MIXER_SKIP / 2**16
 MIXER_RATE_BOOST = 24  # extra rate at the start of a stream, decaying as 2**16 / (bytes seen + 2**16)
 WEIGHT_LIMIT = 1 << 24
-MIXER_RATE, FINAL_RATE = 3 * N_MIXERS, 3 * N_MIXERS + 1  # the rates' words in the state
-STATE_SIZE = 3 * N_MIXERS + 2
+MIXER_RATE, FINAL_RATE, FINAL_BOOST = 3 * N_MIXERS, 3 * N_MIXERS + 1, 3 * N_MIXERS + 2  # the rates' words
+STATE_SIZE = 3 * N_MIXERS + 3
 
 
 def set_rates(st: np.ndarray, x0: int, revision: int) -> None:
     """Put the learning rates of model revision ``revision`` in the mixers' state from ``x0``."""
-    st[x0 + MIXER_RATE], st[x0 + FINAL_RATE] = RATES[revision]
+    constants = REVISIONS[revision]
+    st[x0 + MIXER_RATE], st[x0 + FINAL_RATE], st[x0 + FINAL_BOOST] = (constants.mixer_rate, constants.final,
+                                                                      constants.final_boost)
 
 
 @kernel(inline=True)
@@ -81,11 +92,13 @@ def final_set(n_ctx, n_in, c0):
     return sets(n_ctx) * n_in + c0 * N_MIXERS
 
 
-def initial_weights(n_sets: int, n_in: int, n_mix: int) -> np.ndarray:
-    """Flat int32 weights: every input 1/4 but the bias (the last input) 0; the final mixer 1/n_mix each."""
+def initial_weights(n_sets: int, n_in: int, n_mix: int, revision: int) -> np.ndarray:
+    """Flat int32 weights: every input the revision's ``1 / initial`` but the bias (the last input) 0;
+    the final mixer 1/n_mix each."""
     flat = np.empty(n_sets * n_in + 256 * N_MIXERS, dtype=np.int32)
     rows = flat[: n_sets * n_in].reshape(n_sets, n_in)
-    rows[:] = np.array([(1 << 16) // 4] * (n_in - 1) + [0], dtype=np.int32)  # the bias (last input) 0
+    first = (1 << 16) // REVISIONS[revision].initial
+    rows[:] = np.array([first] * (n_in - 1) + [0], dtype=np.int32)  # the bias (last input) 0
     flat[n_sets * n_in :] = (1 << 16) // n_mix
     return flat
 
@@ -147,9 +160,10 @@ def mixer_predict(weights, inputs, n_in, st, x0, n_mix, final_set, lut):
 def mixer_update(weights, inputs, n_in, st, x0, n_mix, final_set, p_mix, bit, pos):
     """Train the final mixer and every mixer on the coded bit (see the module docstring)."""
     if n_mix > 1:
-        err = ((np.int64(bit) << 16) - p_mix) * st[x0 + FINAL_RATE]
+        final_rate = st[x0 + FINAL_RATE] + (st[x0 + FINAL_BOOST] << 16) // (pos + (1 << 16))  # units of 2**-4
+        err = ((np.int64(bit) << 16) - p_mix) * final_rate
         for m in range(n_mix):
-            w = np.int64(weights[final_set + m]) + ((st[x0 + 2 * N_MIXERS + m] * err) >> 18)
+            w = np.int64(weights[final_set + m]) + ((st[x0 + 2 * N_MIXERS + m] * err) >> 22)
             weights[final_set + m] = max(-WEIGHT_LIMIT, min(WEIGHT_LIMIT, w))
     rate = st[x0 + MIXER_RATE] + (MIXER_RATE_BOOST << 16) // (pos + (1 << 16))  # faster while young
     for m in range(n_mix):

@@ -102,7 +102,8 @@ class Model:
         self.byte_entries = np.zeros(max(config.byte_history_entries, 1), dtype=np.uint32)
         # the histories, then the empty bucket that read-only lookups return (contexts.find_bucket)
         self.states = np.zeros(config.history_bytes + 16, dtype=np.uint8)
-        self.weights = mixer.initial_weights(mixer.sets(config.contexts), config.inputs, config.mixers)
+        self.weights = mixer.initial_weights(mixer.sets(config.contexts), config.inputs, config.mixers,
+                                             config.revision)
         self.apm = sse.initial_apm(config.apms, config.has_records)
         self.hist = np.zeros(1 << config.hist_bits, dtype=np.uint8)
         self.mtable = np.zeros(1 << (config.hist_bits - 2), dtype=np.int32)

@@ -43,7 +43,7 @@ class Config:
     module docstring).  ``source``: the byte-distribution input (:mod:`.bit.distribution`, 0 for
     none).  ``detector``: the record detector's revision (0, 1 or 2, see Records).  ``revision``: the
     model's revision, which sets constants that are not fields of their own (the mixers' learning
-    rates, :data:`.bit.mixer.RATES`); 0 in every record before ``00 04``.
+    rates and initial weights, :data:`.bit.mixer.REVISIONS`); 0 in every record before ``00 04``.
 
     Records: the first format is 5 bytes ``table_bits, hist_bits, contexts, mixers, apms``; a record
     with a component list is ``00 01 table_bits hist_bits mixers apms n kind_0 .. kind_n-1`` (read,
@@ -126,9 +126,9 @@ class Config:
     @classmethod
     def from_bytes(cls, raw: bytes) -> "Config":
         raw = bytes(raw)
-        if raw[:2] == RECORD_REVISED and len(raw) >= 3 and raw[2] >= len(mixer.RATES):
+        if raw[:2] == RECORD_REVISED and len(raw) >= 3 and raw[2] >= len(mixer.REVISIONS):
             raise ValueError(f"cm model revision {raw[2]} unknown: this build knows revisions 0 to "
-                             f"{len(mixer.RATES) - 1} (a newer statemix may know it)")
+                             f"{len(mixer.REVISIONS) - 1} (a newer statemix may know it)")
         if raw[:2] == RECORD_REVISED:
             if not (len(raw) >= 9 and 4 <= raw[7] <= 8 and len(raw) == 9 + raw[7]):
                 raise ValueError("cm model record has the wrong length")
