@@ -109,8 +109,8 @@ def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c
     """Pick each mixer's weight row (stored as the index of its first weight).
 
     ``expected``: the match model's expected byte while it predicts (``match_state`` > 0);
-    ``markup``, ``classes``: the text state's MARKUP and CLASSES words (:mod:`.text`); ``known``: how many hashed contexts
-    have history, ``order``: the longest order among them; ``window``: -1, or while a record is
+    ``markup``, ``classes``: the text state's MARKUP and CLASSES words (:mod:`.text`); ``known``: how
+    many hashed contexts have history, ``order``: the longest order among them; ``window``: -1, or while a record is
     found the 10 bits one record back around the current byte (:mod:`.record`), whose bits
     ``7 - bit .. 9 - bit`` are the pixels above-right, above and above-left of the current bit.
     """
