@@ -34,7 +34,7 @@ def is_text(path: Path) -> bool:
     return path.suffix in TEXT_SUFFIXES or path.name in TEXT_NAMES
 
 
-def measure(path: Path, level: int | None, zpaq: Path | None) -> dict:
+def measure(path: Path, level: int | None, zpaq: Path | None, text: bool) -> dict:
     data = path.read_bytes()
     started = time.perf_counter()
     stream = statemix.compress(data, level=level)
@@ -47,7 +47,7 @@ def measure(path: Path, level: int | None, zpaq: Path | None) -> dict:
         "zstd19": len(zstandard.ZstdCompressor(level=19).compress(data)),
         "xz9e": len(lzma.compress(data, preset=9 | lzma.PRESET_EXTREME)),
         "zpaq": zpaq_m5(zpaq, path.name, data) if zpaq else None,
-        "text": is_text(path),
+        "text": text,
         "seconds": seconds,
     }
 
@@ -61,13 +61,12 @@ def main() -> None:
     parser.add_argument("--files", type=Path, nargs="+", help="these files (all text) instead of the corpora")
     args = parser.parse_args()
     if args.files:
-        TEXT_NAMES.update(p.name for p in args.files)
         files = args.files
     else:
         files = sorted(p for p in (args.shared / "corpora").rglob("*") if p.is_file() and (is_text(p) or not args.text))
     if not files:
         raise SystemExit(f"no corpus files under {args.shared / 'corpora'} (use --shared)")
-    rows = [measure(p, args.level, args.zpaq) for p in files]
+    rows = [measure(p, args.level, args.zpaq, bool(args.files) or is_text(p)) for p in files]
     zpaq_head = (" zpaq -m5 | vs zpaq |", " ---: | ---: |") if args.zpaq else ("", "")
     print(f"| file | bytes | statemix | bpb | zstd -19 | xz -9e |{zpaq_head[0]} vs zstd | vs xz | s |")
     print(f"| --- | ---: | ---: | ---: | ---: | ---: |{zpaq_head[1]} ---: | ---: | ---: |")

@@ -126,10 +126,10 @@ class Config:
     @classmethod
     def from_bytes(cls, raw: bytes) -> "Config":
         raw = bytes(raw)
-        if raw[:2] == RECORD_REVISED and len(raw) >= 3 and raw[2] >= len(mixer.REVISIONS):
-            raise ValueError(f"cm model revision {raw[2]} unknown: this build knows revisions 0 to "
-                             f"{len(mixer.REVISIONS) - 1} (a newer statemix may know it)")
         if raw[:2] == RECORD_REVISED:
+            if len(raw) >= 3 and raw[2] >= len(mixer.REVISIONS):
+                raise ValueError(f"cm model revision {raw[2]} unknown: this build knows revisions 0 to "
+                                 f"{len(mixer.REVISIONS) - 1} (a newer statemix may know it)")
             if not (len(raw) >= 9 and 4 <= raw[7] <= 8 and len(raw) == 9 + raw[7]):
                 raise ValueError("cm model record has the wrong length")
             kinds, source, detector, histories = _component_set(raw[8:-1], raw[-1])
