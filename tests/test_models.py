@@ -10,6 +10,7 @@ import pytest
 
 from statemix import StatemixError
 from statemix.models import ModelSpec, build_model, cm, memory_needed, spec_for_level, ssm
+from statemix.models.bit import contexts, instructions
 
 from conftest import config_with, text_sample
 
@@ -263,13 +264,38 @@ def test_cm_with_a_byte_distribution_round_trips(source):
 
 def test_cm_ablation_reaches_every_input_of_the_widest_model():
     """The diagnostics switch components off by input index: the default level has more inputs than
-    an int64 has bits (a mask of them overflowed, and its APM bit was also an input's), so the
-    source's input (the second last, index > 63), a text context's and the APMs must each change the
-    code word alone."""
-    data = text_sample(6000, seed=5)
+    an int64 has bits (a mask of them overflowed, and its APM bit was also an input's), so an 8-bit
+    image context's input (past the bias, index > 63, live in the image), the source's, a text
+    context's and the APMs must each change the code word alone."""
+    from determinism_probe import photo_like
+
+    data = text_sample(6000, seed=5) + photo_like(96, 100, seed=5)
     model = cm.Model(cm.config_for_level(2, len(data)))
-    assert model.config.inputs - 2 > 63
+    layout = model.config.input_layout()
+    assert layout.counters[model.config.context_kinds.index(contexts.IDS["gray vertical"])] > 63
     coded = model.encode(data, len(data))
-    for name in (model.components()[-2], "line start", "APMs"):
+    for name in (model.components()[-2], "line start", "gray vertical", "APMs"):
         ablated = cm.Model(model.config).ablated([name])
         assert ablated.encode(data, len(data)) != coded, name
+
+
+@pytest.mark.parametrize("config", [cm.Config(16, 16, 10, 3, 2), cm.config_for_level(1, 10**6),
+                                    cm.config_for_level(2, 10**6), cm.config_for_level(3, 10**6),
+                                    cm.Config(16, 16, 6, 3, 2, kinds=(0, 4, 21, 25, 29, 32), source=1)])
+def test_cm_input_layout(config):
+    """Every input has one place; the text contexts' inputs, the match model's, the byte histories',
+    the source's and the bias come before every input of a context that can be idle (the mixers read
+    only that prefix while those are idle); without such contexts, the first records' layout."""
+    layout = config.input_layout()
+    kinds = config.context_kinds
+    places = [0, 1, layout.match, *layout.counters, *layout.runs, layout.bias,
+              *range(layout.histories, layout.histories + config.byte_history_inputs)]
+    places += [layout.source] if config.source else []
+    assert sorted(places) == list(range(config.inputs))
+    idle_capable = [k for k, kind in enumerate(kinds) if contexts.is_structure(kind) or instructions.is_instruction(kind)]
+    tail = [layout.counters[k] for k in idle_capable] + [layout.runs[k] for k in idle_capable if k < len(layout.runs)]
+    assert sorted(set(places) - set(tail)) == list(range(layout.head))
+    if not idle_capable:
+        n, r = config.contexts, config.run_inputs
+        assert layout.counters == [2 + k for k in range(n)] and layout.match == 2 + n
+        assert layout.runs == [3 + n + k for k in range(r)] and layout.bias == config.inputs - 1

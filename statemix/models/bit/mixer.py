@@ -92,13 +92,14 @@ def final_set(n_ctx, n_in, c0):
     return sets(n_ctx) * n_in + c0 * N_MIXERS
 
 
-def initial_weights(n_sets: int, n_in: int, n_mix: int, revision: int) -> np.ndarray:
-    """Flat int32 weights: every input the revision's ``1 / initial`` but the bias (the last input) 0;
+def initial_weights(n_sets: int, n_in: int, n_mix: int, revision: int, bias: int) -> np.ndarray:
+    """Flat int32 weights: every input the revision's ``1 / initial`` but the bias (input ``bias``) 0;
     the final mixer 1/n_mix each."""
     flat = np.empty(n_sets * n_in + 256 * N_MIXERS, dtype=np.int32)
     rows = flat[: n_sets * n_in].reshape(n_sets, n_in)
     first = (1 << 16) // REVISIONS[revision].initial
-    rows[:] = np.array([first] * (n_in - 1) + [0], dtype=np.int32)  # the bias (last input) 0
+    rows[:] = first
+    rows[:, bias] = 0
     flat[n_sets * n_in :] = (1 << 16) // n_mix
     return flat
 
@@ -141,13 +142,14 @@ def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c
 
 
 @kernel(inline=True)
-def mixer_predict(weights, inputs, n_in, st, x0, n_mix, final_set, lut):
-    """Return p_mix (units of 2**-16); keep each mixer's p and dot for training."""
+def mixer_predict(weights, inputs, width, st, x0, n_mix, final_set, lut):
+    """Return p_mix (units of 2**-16); keep each mixer's p and dot for training.  Only the first
+    ``width`` inputs are read: the caller keeps the others 0 (cm: its idle contexts')."""
     total = np.int64(0)
     for m in range(n_mix):
         row = st[x0 + m]
         dot = np.int64(0)
-        for k in range(n_in):
+        for k in range(width):
             dot += np.int64(weights[row + k]) * inputs[k]
         dot = max(-2047, min(2047, dot >> 16))
         st[x0 + N_MIXERS + m] = squash(lut, dot)
@@ -157,8 +159,9 @@ def mixer_predict(weights, inputs, n_in, st, x0, n_mix, final_set, lut):
 
 
 @kernel(inline=True)
-def mixer_update(weights, inputs, n_in, st, x0, n_mix, final_set, p_mix, bit, pos):
-    """Train the final mixer and every mixer on the coded bit (see the module docstring)."""
+def mixer_update(weights, inputs, width, st, x0, n_mix, final_set, p_mix, bit, pos):
+    """Train the final mixer and every mixer on the coded bit (see the module docstring); the first
+    ``width`` weights of each row (an input that is 0 moves no weight)."""
     if n_mix > 1:
         final_rate = st[x0 + FINAL_RATE] + (st[x0 + FINAL_BOOST] << 16) // (pos + (1 << 16))  # units of 2**-4
         err = ((np.int64(bit) << 16) - p_mix) * final_rate
@@ -172,6 +175,6 @@ def mixer_update(weights, inputs, n_in, st, x0, n_mix, final_set, p_mix, bit, po
             continue
         err = miss * rate
         row = st[x0 + m]
-        for k in range(n_in):
+        for k in range(width):
             w = np.int64(weights[row + k]) + ((inputs[k] * err) >> 18)
             weights[row + k] = max(-WEIGHT_LIMIT, min(WEIGHT_LIMIT, w))

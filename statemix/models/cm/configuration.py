@@ -7,6 +7,7 @@ tables (:meth:`Config.region_bits`, :meth:`Config.memory_bytes`) and describes i
 
 from __future__ import annotations
 
+from collections import namedtuple
 from dataclasses import asdict, dataclass
 
 from .. import presets
@@ -27,6 +28,13 @@ BYTE_HISTORIES_BIT = 1 << 5  # and this bit: the byte histories (sources are bel
 #: the record detector's revision -> its bits in the component set's last byte (see Config), and back
 DETECTOR_BITS = (0b00, 0b10, 0b11)
 DETECTOR_REVISIONS = {bits: revision for revision, bits in enumerate(DETECTOR_BITS)}
+
+
+#: Input positions in the mixers' vector (:meth:`Config.input_layout`): ``counters[k]`` and ``runs[k]``
+#: context k's (``runs`` as long as the run inputs), the match model's, the first byte history's,
+#: the source's (-1: none) and the bias's; ``head``: the width while every context after the text
+#: contexts is idle.
+InputLayout = namedtuple("InputLayout", "counters runs match histories source bias head")
 
 
 @dataclass(frozen=True)
@@ -101,6 +109,30 @@ class Config:
         if not self.byte_histories:
             return 0
         return sum(not contexts.is_structure(kind) and not instructions.is_instruction(kind) for kind in self.context_kinds)
+
+    def input_layout(self) -> "InputLayout":
+        """Where each input sits in the mixers' input vector (see the package's docstring): the text
+        contexts' first, then the match model, their run inputs, the byte histories, the source and
+        the bias; the contexts that can be idle (structure and x86) last, each one's counter input
+        then its run input, so that the mixers read only a prefix while they are idle."""
+        kinds = self.context_kinds
+        lead = next((k for k, kind in enumerate(kinds) if contexts.is_structure(kind)
+                     or instructions.is_instruction(kind)), len(kinds))
+        counters = [2 + k for k in range(lead)]
+        match = 2 + lead
+        runs = [match + 1 + k for k in range(min(lead, self.run_inputs))]
+        histories = match + 1 + len(runs)
+        source = histories + self.byte_history_inputs if self.source else -1
+        bias = histories + self.byte_history_inputs + (1 if self.source else 0)
+        at = bias + 1
+        for k in range(lead, len(kinds)):
+            counters.append(at)
+            at += 1
+            if k < self.run_inputs:
+                runs.append(at)
+                at += 1
+        assert at == self.inputs
+        return InputLayout(counters, runs, match, histories, source, bias, bias + 1)
 
     @property
     def inputs(self) -> int:

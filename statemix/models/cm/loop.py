@@ -48,16 +48,19 @@ STATE_MAP_BASE = MATCH_SM_BASE + match.N_COUNTERS
 #: fixed tables (int64, .bit.tables) and the mixers' input vector (int64 scratch).
 Tables = namedtuple("Tables", "counters states weights apm hist mtable aux lut inputs byte_entries")
 SCALARS = ("c0 hist4 hist8 pos bit p_mix table_bits hist_bits ablate n_ctx n_runs n_mix n_apm "
-           "n_in source x86_block byte_histories").split()
+           "n_in source x86_block byte_histories match_input history_input source_input bias_input head_inputs "
+           "live_inputs").split()
 (C0, HIST4, HIST8, POS, BIT, P_MIX, TABLE_BITS, HIST_BITS, ABLATE, N_CTX, N_RUNS, N_MIX, N_APM,
- N_IN, SOURCE, X86_BLOCK, BYTE_HISTORIES) = range(len(SCALARS))
+ N_IN, SOURCE, X86_BLOCK, BYTE_HISTORIES, MATCH_INPUT, HISTORY_INPUT, SOURCE_INPUT, BIAS_INPUT, HEAD_INPUTS,
+ LIVE_INPUTS) = range(len(SCALARS))
 #: The model state is one int64 array ``st``: the scalars above, then one field per job, each at the
 #: offset :func:`_layout` computes from its size (n contexts: at most N_HASHED).  One array, not a
 #: named tuple of arrays: a named tuple's fields cost atomic reference counts per bit (measured: the
 #: model ran 2.5 times slower), and one array lets the kernels' loads and stores be told apart.
 STATE_FIELDS = (("scalars", len(SCALARS)), ("kinds", N_HASHED), ("orders", N_HASHED), ("hashes", N_HASHED),
                 ("idle", N_HASHED), ("regions", N_HASHED), ("region_bits", N_HASHED), ("buckets", N_HASHED),
-                ("state_slots", N_HASHED), ("slots", 2 + N_HASHED), ("match", match.STATE_SIZE),
+                ("state_slots", N_HASHED), ("slots", 2 + N_HASHED), ("counter_inputs", N_HASHED),
+                ("run_inputs", N_HASHED), ("match", match.STATE_SIZE),
                 ("mixers", mixer.STATE_SIZE), ("apms", sse.STATE_SIZE), ("text", text.TEXT_SIZE),
                 ("record", record.STATE_SIZE), ("instructions", instructions.STATE_SIZE), ("ablated", MAX_INPUTS),
                 ("byte_history", byte_history.state_size(N_HASHED)))
@@ -74,8 +77,9 @@ def _layout(fields) -> dict:
 
 
 _AT = _layout(STATE_FIELDS)
-KINDS, ORDERS, HASHES, IDLE, REGIONS, REGION_BITS, BUCKETS, STATE_SLOTS, SLOTS = (
-    _AT[k] for k in ("kinds", "orders", "hashes", "idle", "regions", "region_bits", "buckets", "state_slots", "slots"))
+KINDS, ORDERS, HASHES, IDLE, REGIONS, REGION_BITS, BUCKETS, STATE_SLOTS, SLOTS, COUNTER_INPUTS, RUN_INPUTS = (
+    _AT[k] for k in ("kinds", "orders", "hashes", "idle", "regions", "region_bits", "buckets", "state_slots", "slots",
+                     "counter_inputs", "run_inputs"))
 MATCH, MIXERS, APMS, TEXT, RECORD, INSTRUCTIONS, ABLATED, BYTE_HISTORY, STATE_SIZE = (
     _AT[k] for k in ("match", "mixers", "apms", "text", "record", "instructions", "ablated", "byte_history",
                      "size"))
@@ -109,7 +113,6 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup)
     nibble = (c0 & ((1 << (bit & 3)) - 1)) | (1 << (bit & 3))  # 1..15 within the bucket
     st[SLOTS + 0] = c0
     st[SLOTS + 1] = ORDER1_BASE + (c1 << 8) + c0
-    run = 3 + n_ctx  # first run input
     n_runs = st[N_RUNS]
     known = 0  # hashed contexts seen before
     order = 0  # the longest order among them
@@ -119,23 +122,22 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup)
         st[STATE_SLOTS + k] = slot
         st[SLOTS + 2 + k] = STATE_MAP_BASE + k * 256 + state
         if k < n_runs:
-            inputs[run + k] = lut[LUT_RUN + state]
+            inputs[st[RUN_INPUTS + k]] = lut[LUT_RUN + state]
         if state != 0:
             known += 1
             order = max(order, st[ORDERS + k])
-    for k in range(2 + n_ctx):
+    for k in range(2):
         inputs[k] = lut[np.int64(counters[st[SLOTS + k]]) >> 20]
-    for k in range(n_ctx):
-        if st[IDLE + k]:  # an idle context gives nothing and learns nothing (see _update)
-            inputs[2 + k] = 0
-    inputs[2 + n_ctx] = match_predict(st, MATCH, hist, st[HIST_BITS], counters, MATCH_SM_BASE, lut, c0, bit)
+    for k in range(n_ctx):  # an idle context gives nothing and learns nothing (see _update)
+        inputs[st[COUNTER_INPUTS + k]] = lut[np.int64(counters[st[SLOTS + 2 + k]]) >> 20] if not st[IDLE + k] else 0
+    inputs[st[MATCH_INPUT]] = match_predict(st, MATCH, hist, st[HIST_BITS], counters, MATCH_SM_BASE, lut, c0, bit)
     n_bytes = st[BYTE_HISTORIES]
     for k in range(n_bytes):
-        inputs[run + n_runs + k] = byte_history_input(st, BYTE_HISTORY, n_bytes, k, counters,
-                                                      STATE_MAP_BASE + n_ctx * 256, lut, c0, bit)
+        inputs[st[HISTORY_INPUT] + k] = byte_history_input(st, BYTE_HISTORY, n_bytes, k, counters,
+                                                           STATE_MAP_BASE + n_ctx * 256, lut, c0, bit)
     if st[SOURCE]:
-        inputs[n_in - 2] = source_input(cum, c0, bit, lut)
-    inputs[n_in - 1] = 256
+        inputs[st[SOURCE_INPUT]] = source_input(cum, c0, bit, lut)
+    inputs[st[BIAS_INPUT]] = 256
     ablate = st[ABLATE]
     if ablate & ABLATE_INPUTS:
         for k in range(n_in):
@@ -148,7 +150,7 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup)
                  (st[HIST4] >> 8) & 0xFF, known, order, bit, st[TEXT + text.MARKUP], st[TEXT + text.CLASSES],
                  st[RECORD + record.WINDOW])
     final = final_set(n_ctx, n_in, c0)
-    p_mix = mixer_predict(weights, inputs, n_in, st, MIXERS, st[N_MIX], final, lut)
+    p_mix = mixer_predict(weights, inputs, st[LIVE_INPUTS], st, MIXERS, st[N_MIX], final, lut)
     st[P_MIX] = p_mix
     n_apm = st[N_APM]
     p_apm = apm_predict(apm, st, APMS, n_apm, p_mix, c0, c1, st[HIST4], expected, st[RECORD + record.WINDOW], lut)
@@ -182,11 +184,25 @@ def _end_of_byte(st, hist, mtable, aux, byte_entries, byte):
         st[HASHES + k] = context_hash(kind, c4, c8, st, TEXT, RECORD, INSTRUCTIONS, aux, hist, hist_mask, pos)
         st[IDLE + k] = ((idle and contexts.needs_record(kind)) or (no_image and image.is_gray(kind))
                         or (no_code and instructions.is_instruction(kind)))
+    _live_inputs(st)
     n = st[BYTE_HISTORIES]
     if n:
         byte_history_update(st, BYTE_HISTORY, n, byte_entries, st[REGION_BITS:REGION_BITS + n],
                             st[HASHES:HASHES + n], st[IDLE:IDLE + n], byte)
     match_update(st, MATCH, hist, mtable, hist_bits, pos, byte, order6_hash(c4, c8))
+
+
+@kernel(inline=True)
+def _live_inputs(st):
+    """The width of the input vector's prefix the mixers read: every input but those of the idle
+    contexts at its end (the structure and x86 contexts, 0 while idle: on text 26 of level 2's 91
+    inputs, 9% of its time)."""
+    live = st[HEAD_INPUTS]
+    for k in range(st[N_CTX]):
+        at = st[COUNTER_INPUTS + k]
+        if at >= live and not st[IDLE + k]:
+            live = 1 + (st[RUN_INPUTS + k] if k < st[N_RUNS] else at)
+    st[LIVE_INPUTS] = live
 
 
 @kernel(inline=True)
@@ -205,7 +221,7 @@ def _update(st, counters, states, weights, apm, hist, mtable, aux, lut, inputs, 
         byte_history_train(st, BYTE_HISTORY, st[BYTE_HISTORIES], counters, bit, lut)
     n_in = st[N_IN]
     final = final_set(n_ctx, n_in, st[C0])
-    mixer_update(weights, inputs, n_in, st, MIXERS, st[N_MIX], final, st[P_MIX], bit, st[POS])
+    mixer_update(weights, inputs, st[LIVE_INPUTS], st, MIXERS, st[N_MIX], final, st[P_MIX], bit, st[POS])
     apm_update(apm, st, APMS, st[N_APM], bit, lut)
 
     c0 = st[C0] * 2 + bit
@@ -328,6 +344,11 @@ def new_state(config) -> np.ndarray:
     st[N_CTX], st[N_RUNS], st[N_MIX], st[N_APM], st[N_IN] = (config.contexts, config.run_inputs, config.mixers,
                                                              config.apms, config.inputs)
     st[SOURCE] = config.source
+    layout = config.input_layout()
+    st[COUNTER_INPUTS:COUNTER_INPUTS + config.contexts] = layout.counters
+    st[RUN_INPUTS:RUN_INPUTS + config.run_inputs] = layout.runs
+    st[MATCH_INPUT], st[HISTORY_INPUT], st[SOURCE_INPUT] = layout.match, layout.histories, layout.source
+    st[BIAS_INPUT], st[HEAD_INPUTS], st[LIVE_INPUTS] = layout.bias, layout.head, config.inputs
     n = st[BYTE_HISTORIES] = config.byte_history_inputs  # the first n contexts have byte histories
     st[BYTE_HISTORY + byte_history.ENTRY * n:BYTE_HISTORY + (byte_history.EXPECT + 1) * n] = -1  # no entry, no byte
     st[KINDS:KINDS + config.contexts] = config.context_kinds
