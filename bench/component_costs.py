@@ -30,7 +30,7 @@ from statemix.models.bit import contexts, distribution, instructions
 def variants(base: cm.Config, with_ssm: bool) -> dict[str, dict]:
     """Name: the fields of ``base`` to change."""
     kinds = base.context_kinds
-    text = [k for k in kinds if not contexts.is_structure(k) and not instructions.is_instruction(k)]
+    text = [k for k in kinds if not contexts.can_idle(k)]
     out = {}
     for kind in text:
         out[f"without {contexts.NAMES[kind]}"] = dict(kinds=tuple(k for k in kinds if k != kind))

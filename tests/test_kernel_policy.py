@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import types
 from pathlib import Path
 
 import numpy as np
@@ -142,7 +143,7 @@ def called_by(dispatchers) -> list:
             names.update(code.co_names)
             codes.extend(c for c in code.co_consts if hasattr(c, "co_names"))
         values = [function.__globals__[n] for n in names if n in function.__globals__]
-        values += [getattr(v, n) for v in values if isinstance(v, type(sys)) for n in names if hasattr(v, n)]
+        values += [getattr(v, n) for v in values if isinstance(v, types.ModuleType) for n in names if hasattr(v, n)]
         for value in values:
             if any(value is d for d in _jit.KERNELS) and not any(value is d for d in found):
                 found.append(value)

@@ -10,7 +10,7 @@ import pytest
 
 from statemix import StatemixError
 from statemix.models import ModelSpec, build_model, cm, memory_needed, spec_for_level, ssm
-from statemix.models.bit import contexts, instructions
+from statemix.models.bit import contexts
 
 from conftest import config_with, text_sample
 
@@ -292,9 +292,9 @@ def test_cm_input_layout(config):
               *range(layout.histories, layout.histories + config.byte_history_inputs)]
     places += [layout.source] if config.source else []
     assert sorted(places) == list(range(config.inputs))
-    idle_capable = [k for k, kind in enumerate(kinds) if contexts.is_structure(kind) or instructions.is_instruction(kind)]
+    idle_capable = [k for k, kind in enumerate(kinds) if contexts.can_idle(kind)]
     tail = [layout.counters[k] for k in idle_capable] + [layout.runs[k] for k in idle_capable if k < len(layout.runs)]
-    assert sorted(set(places) - set(tail)) == list(range(layout.head))
+    assert sorted(set(places) - set(tail)) == list(range(layout.bias + 1))
     if not idle_capable:
         n, r = config.contexts, config.run_inputs
         assert layout.counters == [2 + k for k in range(n)] and layout.match == 2 + n

@@ -156,6 +156,12 @@ def context_hash(kind, c4, c8, st, t0, r0, i0, aux, hist, hist_mask, pos):
     return mix_hash(c4 & 0xFF00FF, 22 << 40)
 
 
+def can_idle(kind: int) -> bool:
+    """Whether context ``kind`` can be idle (a structure or x86 context: see the module docstring);
+    the others, the text contexts, never are."""
+    return bool(is_structure(kind) or instructions.is_instruction(kind))
+
+
 @kernel(inline=True)
 def needs_record(kind):
     """Whether context ``kind`` is one of the record contexts, idle without a record."""

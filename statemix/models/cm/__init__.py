@@ -42,7 +42,7 @@ records: there the tenth context's run input was overwritten by the bias, and th
 1 with a byte-distribution source, else 0.  The contexts that can be idle (structure and x86, after the
 text contexts in id order) are not in that order but at the end, each one's context input then its
 run input (:meth:`.configuration.Config.input_layout`): while they are idle the mixers read only the
-vector's prefix (their inputs are 0; on text that saves 9% of level 2's time).  Where the inputs
+vector's prefix (their inputs are 0; on text that saves about 8% of level 2's time).  Where the inputs
 sit does not change the output (each has its own weights; the sums are of integers).
 
 The component list is part of the model record (:class:`Config`, in :mod:`.configuration`), so

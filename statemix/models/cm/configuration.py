@@ -32,9 +32,8 @@ DETECTOR_REVISIONS = {bits: revision for revision, bits in enumerate(DETECTOR_BI
 
 #: Input positions in the mixers' vector (:meth:`Config.input_layout`): ``counters[k]`` and ``runs[k]``
 #: context k's (``runs`` as long as the run inputs), the match model's, the first byte history's,
-#: the source's (-1: none) and the bias's; ``head``: the width while every context after the text
-#: contexts is idle.
-InputLayout = namedtuple("InputLayout", "counters runs match histories source bias head")
+#: the source's (-1: none) and the bias's, the last input before those of the contexts that can be idle.
+InputLayout = namedtuple("InputLayout", "counters runs match histories source bias")
 
 
 @dataclass(frozen=True)
@@ -108,7 +107,7 @@ class Config:
         (the structure and x86 contexts, idle on text, have none)."""
         if not self.byte_histories:
             return 0
-        return sum(not contexts.is_structure(kind) and not instructions.is_instruction(kind) for kind in self.context_kinds)
+        return sum(not contexts.can_idle(kind) for kind in self.context_kinds)
 
     def input_layout(self) -> "InputLayout":
         """Where each input sits in the mixers' input vector (see the package's docstring): the text
@@ -116,8 +115,7 @@ class Config:
         the bias; the contexts that can be idle (structure and x86) last, each one's counter input
         then its run input, so that the mixers read only a prefix while they are idle."""
         kinds = self.context_kinds
-        lead = next((k for k, kind in enumerate(kinds) if contexts.is_structure(kind)
-                     or instructions.is_instruction(kind)), len(kinds))
+        lead = next((k for k, kind in enumerate(kinds) if contexts.can_idle(kind)), len(kinds))
         counters = [2 + k for k in range(lead)]
         match = 2 + lead
         runs = [match + 1 + k for k in range(min(lead, self.run_inputs))]
@@ -132,7 +130,7 @@ class Config:
                 runs.append(at)
                 at += 1
         assert at == self.inputs
-        return InputLayout(counters, runs, match, histories, source, bias, bias + 1)
+        return InputLayout(counters, runs, match, histories, source, bias)
 
     @property
     def inputs(self) -> int:

@@ -48,10 +48,9 @@ STATE_MAP_BASE = MATCH_SM_BASE + match.N_COUNTERS
 #: fixed tables (int64, .bit.tables) and the mixers' input vector (int64 scratch).
 Tables = namedtuple("Tables", "counters states weights apm hist mtable aux lut inputs byte_entries")
 SCALARS = ("c0 hist4 hist8 pos bit p_mix table_bits hist_bits ablate n_ctx n_runs n_mix n_apm "
-           "n_in source x86_block byte_histories match_input history_input source_input bias_input head_inputs "
-           "live_inputs").split()
+           "n_in source x86_block byte_histories match_input history_input source_input bias_input live_inputs").split()
 (C0, HIST4, HIST8, POS, BIT, P_MIX, TABLE_BITS, HIST_BITS, ABLATE, N_CTX, N_RUNS, N_MIX, N_APM,
- N_IN, SOURCE, X86_BLOCK, BYTE_HISTORIES, MATCH_INPUT, HISTORY_INPUT, SOURCE_INPUT, BIAS_INPUT, HEAD_INPUTS,
+ N_IN, SOURCE, X86_BLOCK, BYTE_HISTORIES, MATCH_INPUT, HISTORY_INPUT, SOURCE_INPUT, BIAS_INPUT,
  LIVE_INPUTS) = range(len(SCALARS))
 #: The model state is one int64 array ``st``: the scalars above, then one field per job, each at the
 #: offset :func:`_layout` computes from its size (n contexts: at most N_HASHED).  One array, not a
@@ -195,9 +194,9 @@ def _end_of_byte(st, hist, mtable, aux, byte_entries, byte):
 @kernel(inline=True)
 def _live_inputs(st):
     """The width of the input vector's prefix the mixers read: every input but those of the idle
-    contexts at its end (the structure and x86 contexts, 0 while idle: on text 26 of level 2's 91
-    inputs, 9% of its time)."""
-    live = st[HEAD_INPUTS]
+    contexts at its end, after the bias (the structure and x86 contexts, 0 while idle: on text 26 of
+    level 2's 91 inputs, 8% of its time)."""
+    live = st[BIAS_INPUT] + 1
     for k in range(st[N_CTX]):
         at = st[COUNTER_INPUTS + k]
         if at >= live and not st[IDLE + k]:
@@ -348,13 +347,12 @@ def new_state(config) -> np.ndarray:
     st[COUNTER_INPUTS:COUNTER_INPUTS + config.contexts] = layout.counters
     st[RUN_INPUTS:RUN_INPUTS + config.run_inputs] = layout.runs
     st[MATCH_INPUT], st[HISTORY_INPUT], st[SOURCE_INPUT] = layout.match, layout.histories, layout.source
-    st[BIAS_INPUT], st[HEAD_INPUTS], st[LIVE_INPUTS] = layout.bias, layout.head, config.inputs
+    st[BIAS_INPUT], st[LIVE_INPUTS] = layout.bias, config.inputs
     n = st[BYTE_HISTORIES] = config.byte_history_inputs  # the first n contexts have byte histories
     st[BYTE_HISTORY + byte_history.ENTRY * n:BYTE_HISTORY + (byte_history.EXPECT + 1) * n] = -1  # no entry, no byte
     st[KINDS:KINDS + config.contexts] = config.context_kinds
     st[ORDERS:ORDERS + config.contexts] = [contexts.ORDERS[kind] for kind in config.context_kinds]
-    st[IDLE:IDLE + config.contexts] = [contexts.is_structure(kind) or instructions.is_instruction(kind)
-                                       for kind in config.context_kinds]  # no record yet, no x86 block
+    st[IDLE:IDLE + config.contexts] = [contexts.can_idle(kind) for kind in config.context_kinds]  # no record, no x86 yet
     bits = [config.region_bits(kind) for kind in config.context_kinds]
     st[REGION_BITS:REGION_BITS + config.contexts] = bits
     st[REGIONS:REGIONS + config.contexts] = np.cumsum([0] + [1 << b for b in bits])[:-1]
