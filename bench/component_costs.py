@@ -44,6 +44,8 @@ def variants(base: cm.Config, with_ssm: bool) -> dict[str, dict]:
     if base.mixers > 1:
         out["1 mixer"] = dict(mixers=1)
         out[f"{base.mixers - 1} mixers (not {base.mixers})"] = dict(mixers=base.mixers - 1)
+    if base.revision > 1:
+        out["model revision 1 (APMs train one bucket, no match length input)"] = dict(revision=1)
     if base.revision > 0:
         out["model revision 0 (the first weights and rates)"] = dict(revision=0)
     out["with byte histories" if not base.byte_histories else "without byte histories"] = dict(

@@ -47,22 +47,30 @@ GOLDEN_EMPTY = bytes.fromhex(
     "02"  # format version
     "01"  # arithmetic version
     "0f"  # model record length
-    "01" "0004" "01" "0e10" "0804" "05" "ffefffff03" "c1"  # model record: cm (id 1), component set with
-    #       a model revision: revision 1 (the mixers' weights and rates), table_bits, hist_bits, 8 mixers,
+    "01" "0004" "02" "0e10" "0904" "05" "ffefffff03" "c1"  # model record: cm (id 1), component set with
+    #       a model revision: revision 2 (the mixers' weights and rates of revision 1, the APMs' training
+    #       of both buckets, the match model's length input), table_bits, hist_bits, 9 mixers,
     #       4 APMs, 5 bytes of mask of context kinds (0-11, 13-33), byte-distribution source 1 with
     #       bits 7-6 set (11): the record detector's revision 2 (it finds no short record in text, and
     #       finds the rows of 8-bit images); bit 5 clear: no byte histories (an input under 512 KiB has none)
-    "76786846"  # header CRC32
+    "c5be8d26"  # header CRC32
     "00"  # end block
     "00"  # original length 0
     "00000000"  # CRC32 of no data
 )
 #: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 23 bytes
 GOLDEN_TEXT = bytes.fromhex(
-    "89534d580201" "0f" "01000401" "0e100804" "05" "ffefffff03" "c1" "76786846"  # header, as above
+    "89534d580201" "0f" "01000402" "0e100904" "05" "ffefffff03" "c1" "c5be8d26"  # header, as above
     "01" "cc03" "17" "59" "5877534f"  # modelled block: raw length 460, payload 23, check, CRC32
-    "872a8c85b763acf775f1d7ca03192a1b19b5f22f59f4f4"  # the range coder's code word
+    "872f4742332ee692525bf68931062447a8c4a16fd6eb1d"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same, written by level 2 with model revision 1 and eight mixers: it must decode as it did.
+GOLDEN_EMPTY_MODEL_REVISION_1 = bytes.fromhex(
+    "89534d5802010f01000401" "0e10080405ffefffff03c1" "76786846" "00" "00" "00000000")
+GOLDEN_TEXT_MODEL_REVISION_1 = bytes.fromhex(
+    "89534d5802010f01000401" "0e10080405ffefffff03c1" "76786846" "01cc0317595877534f"
+    "872a8c85b763acf775f1d7ca03192a1b19b5f22f59f4f4" "00cc035877534f"
 )
 #: The same, written by level 2 before model revision 1 and its eighth mixer (a ``00 03`` record: the
 #: mixers' first learning rates, 7 mixers): it must decode as it did.
@@ -1146,6 +1154,12 @@ def test_golden_streams_of_the_first_level_2_still_decode():
     assert statemix.decompress(GOLDEN_TEXT_10_CONTEXTS) == GOLDEN_INPUT
 
 
+def test_golden_streams_of_levels_2_and_3_with_model_revision_1_still_decode():
+    assert statemix.decompress(GOLDEN_EMPTY_MODEL_REVISION_1) == b""
+    assert statemix.decompress(GOLDEN_TEXT_MODEL_REVISION_1) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_MODEL_REVISION_1) == GOLDEN_INPUT
+
+
 def test_golden_streams_of_level_2_before_model_revision_1_still_decode():
     assert statemix.decompress(GOLDEN_EMPTY_FIRST_RATES) == b""
     assert statemix.decompress(GOLDEN_TEXT_FIRST_RATES) == GOLDEN_INPUT
@@ -1201,10 +1215,15 @@ GOLDEN_TEXT_LEVEL1_ONE_MIXER = bytes.fromhex(
 #: the SSM with the count models (02); no byte histories (bit 5 of the last byte clear: an input under
 #: 512 KiB has none)
 GOLDEN_TEXT_LEVEL3 = bytes.fromhex(
-    "89534d5802010f01000401" "0e10080405ffefffff03c2" "cc2961df"  # header: level 3 model record, CRC32
+    "89534d5802010f01000402" "0e10090405ffefffff03c2" "7fef84bf"  # header: level 3 model record, CRC32
     "01" "cc03" "17" "59" "5877534f"  # modelled block: raw length 460, payload 23, check, CRC32
-    "872af9695c4b4fa87358271b106f0053de6cdf0f97a127"  # the range coder's code word
+    "87328eba77631a7fd50aaa9938d4c98cfcbf8d5c2ba88b"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same with model revision 1 and eight mixers: it must decode as it did.
+GOLDEN_TEXT_LEVEL3_MODEL_REVISION_1 = bytes.fromhex(
+    "89534d5802010f01000401" "0e10080405ffefffff03c2" "cc2961df" "01cc0317595877534f"
+    "872af9695c4b4fa87358271b106f0053de6cdf0f97a127" "00cc035877534f"
 )
 #: The same before model revision 1 and its eighth mixer: it must decode as it did.
 GOLDEN_TEXT_LEVEL3_FIRST_RATES = bytes.fromhex(

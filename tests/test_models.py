@@ -60,8 +60,8 @@ def test_describe_names_the_preset(model, level, hint, words):
 
 
 def test_cm_description_lists_every_component_but_the_counters_and_apms():
-    for level, last in ((2, "x86 opcodes, match, byte histories, byte distribution (count models), 8 mixers, 4 APMs"),
-                        (3, "match, byte histories, byte distribution (SSM and count models), 8 mixers")):
+    for level, last in ((2, "x86 opcodes, match, byte histories, byte distribution (count models), 9 mixers, 4 APMs"),
+                        (3, "match, byte histories, byte distribution (SSM and count models), 9 mixers")):
         assert last in spec_for_level(level).describe()
 
 
@@ -204,8 +204,8 @@ def test_cm_model_revision_record():
     assert dataclasses.replace(revised, revision=0).to_bytes()[:2] == b"\0\2"  # revision 0 keeps its records
     with pytest.raises(ValueError, match="needs a component set"):
         cm.Config(20, 22, 3, 2, 1, revision=1)
-    with pytest.raises(StatemixError, match="revision 2 unknown.*newer statemix"):
-        build_model(ModelSpec(cm.MODEL_ID, bytes([0, 4, 2, 20, 22, 2, 1, 4]) + mask + b"\0"))
+    with pytest.raises(StatemixError, match="revision 3 unknown.*newer statemix"):
+        build_model(ModelSpec(cm.MODEL_ID, bytes([0, 4, 3, 20, 22, 2, 1, 4]) + mask + b"\0"))
     for bad in (bytes([0, 4, 0, 20, 22, 2, 1, 4]) + mask + b"\0",  # revision 0 is written 00 02
                 bytes([0, 4, 1, 20, 22, 2, 1, 5]) + mask + b"\0\0",  # a mask longer than its kinds need
                 bytes([0, 4, 1, 20, 22, 2, 1, 3]) + mask[:3] + b"\0", bytes([0, 4, 1, 20, 22, 2, 1, 4]) + mask,
@@ -216,6 +216,11 @@ def test_cm_model_revision_record():
     coded = cm.Model(revised).encode(data, len(data))
     assert coded != cm.Model(dataclasses.replace(revised, revision=0)).encode(data, len(data))  # other rates
     assert cm.Model(revised).decode(coded, len(data)) == data
+    second = dataclasses.replace(revised, revision=2)  # the APMs' training and the match's length input
+    assert second.to_bytes()[2] == 2 and cm.Config.from_bytes(second.to_bytes()) == second
+    assert second.inputs == revised.inputs + 1 and revised.input_layout().strength == -1
+    recoded = cm.Model(second).encode(data, len(data))
+    assert recoded != coded and cm.Model(second).decode(recoded, len(data)) == data
 
 
 def test_cm_output_does_not_depend_on_the_order_of_its_contexts():
@@ -291,6 +296,7 @@ def test_cm_input_layout(config):
     places = [0, 1, layout.match, *layout.counters, *layout.runs, layout.bias,
               *range(layout.histories, layout.histories + config.byte_history_inputs)]
     places += [layout.source] if config.source else []
+    places += [layout.strength] if config.match_strength else []
     assert sorted(places) == list(range(config.inputs))
     idle_capable = [k for k, kind in enumerate(kinds) if contexts.can_idle(kind)]
     tail = [layout.counters[k] for k in idle_capable] + [layout.runs[k] for k in idle_capable if k < len(layout.runs)]

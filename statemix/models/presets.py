@@ -55,15 +55,17 @@ CM_KINDS = TEXT_KINDS + STRUCTURE_KINDS + INSTRUCTION_KINDS
 BYTE_HISTORIES_MIN_FIT = 23
 #: Levels 2 and 3 have model revision 1 (the mixers' initial weights and learning rates,
 #: .bit.mixer.REVISIONS) and an eighth mixer, selected by the character classes of c2 and c1 with c0
-#: (bench/RESULTS.md, issue 12: together -1.1% on enwik8_1M, for 1.04 times the time).
+#: (bench/RESULTS.md, issue 12: together -1.1% on enwik8_1M, for 1.04 times the time); then model
+#: revision 2 (the APMs train both buckets, the match model's length input) and a ninth mixer,
+#: selected by the letters in a row with c0 (bench/RESULTS.md, issue 12: together -0.21% on enwik8_1M).
 #: Level 1 has 2 mixers and 2**22-byte regions (bench/RESULTS.md, issue 12: -2.4% on enwik8_1M for
 #: 1.2 times the time; 1 mixer and 2**20 before).
 CM_LEVELS = {
     1: dict(table_bits=22, hist_bits=22, contexts=5, mixers=2, apms=1),
-    2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=8, apms=4, kinds=CM_KINDS, source=1,
-            detector=2, byte_histories=True, revision=1),
-    3: dict(table_bits=25, hist_bits=26, contexts=len(CM_KINDS), mixers=8, apms=4, kinds=CM_KINDS, source=2,
-            detector=2, byte_histories=True, revision=1),
+    2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=4, kinds=CM_KINDS, source=1,
+            detector=2, byte_histories=True, revision=2),
+    3: dict(table_bits=25, hist_bits=26, contexts=len(CM_KINDS), mixers=9, apms=4, kinds=CM_KINDS, source=2,
+            detector=2, byte_histories=True, revision=2),
 }
 #: Largest sizes any cm preset writes: a record asking for more is corrupt (and could not be
 #: allocated on an ordinary machine: 2**26 * 10 bytes of tables alone is 640 MiB).

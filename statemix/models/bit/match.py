@@ -8,7 +8,9 @@ at 65535), else dropped; without a match, the table's candidate is verified back
 and taken when at least ``MIN_MATCH`` bytes agree.  Per bit (:func:`match_predict`), while the
 predicted byte agrees with the partial byte ``c0``, its next bit selects one of ``N_COUNTERS``
 counters by (length bucket: 0..15, then 16 + length / 16 up to 31; predicted bit); the mixer input is
-that counter's stretched probability (else 0).
+that counter's stretched probability (else 0).  From model revision 2 (``STRENGTH_REVISION``) a
+second input, :func:`match_strength`, says the same with the length alone: ``+-min(length, 32) *
+64`` (stretch units) for a predicted 1 or 0, else 0 (-0.02% on enwik8_1M, bench/RESULTS.md).
 
 State ``m`` (int64): ``st[m0 + PTR]`` the history position of the predicted byte, ``st[m0 + LEN]`` the match
 length in bytes (0: none), ``st[m0 + SLOT]`` the counter used this bit (-1: none).
@@ -26,6 +28,8 @@ STATE_SIZE = 3
 MIN_MATCH = 6  # bytes of context that start a match
 N_COUNTERS = 64  # (32 length buckets) x (predicted bit)
 LIMIT = 1023  # counter confidence cap
+STRENGTH_REVISION = 2  # the first model revision with the length input (:func:`match_strength`)
+STRENGTH_CAP, STRENGTH_STEP = 32, 64  # that input: +-min(length, STRENGTH_CAP) * STRENGTH_STEP
 
 
 @kernel(inline=True)
@@ -51,6 +55,18 @@ def match_state(st, m0):
     if st[m0 + SLOT] < 0:
         return 0
     return 1 if st[m0 + LEN] < 16 else 2
+
+
+@kernel(inline=True)
+def match_strength(st, m0, base):
+    """The length input for the bit :func:`match_predict` just predicted (``base``: its counters'
+    first index, as passed to it): +-min(length, STRENGTH_CAP) * STRENGTH_STEP, signed by the
+    predicted bit; 0 without a prediction."""
+    slot = st[m0 + SLOT]
+    if slot < 0:
+        return np.int64(0)
+    sign = 2 * ((slot - base) & 1) - 1  # the slot's low bit is the predicted bit
+    return sign * min(st[m0 + LEN], STRENGTH_CAP) * STRENGTH_STEP
 
 
 @kernel(inline=True)

@@ -18,6 +18,7 @@ weights in units of 2**-16) by a small context::
     6  the longest order with history (0..8, see .contexts.ORDERS),
        bit position, match state                                     9 x 8 x 4
     7  the character classes of c2 and c1 (.text), c0                64 x 256 (after 4's record rows)
+    8  how many of the last bytes are letters in a row (0..8), c0    9 x 256
 
 and give ``dot_m = clamp(sum w_i x_i >> 16, +-2047)`` and ``p_m = squash(dot_m)``.  A final mixer,
 one weight set of ``N_MIXERS`` per ``c0`` after the rows above (the first ``n_mix`` used, each
@@ -48,7 +49,7 @@ from ..._jit import kernel
 from .tables import squash
 from .text import char_class
 
-N_MIXERS = 8
+N_MIXERS = 9
 MIXER1_SETS = 3 * 256  # first weight set of mixer 1; mixer 0 has (3 match states x c0)
 MIXER2_SETS = MIXER1_SETS + 1024  # mixer 1 has (c1, top 2 bits of c2); mixer 2 (known contexts x bit)
 MIXER3_ROWS = 5 * 256  # mixer 3: (expected byte x 4 length buckets), else c0
@@ -57,6 +58,7 @@ MIXER5_ROWS = 65536  # mixer 5: hash of (c2, c1, bit position)
 MIXER6_ROWS = 9 * 8 * 4  # mixer 6: (longest order, bit position, match state)
 MIXER4_RECORD_ROWS = 16 * 8  # mixer 4 while a record is found: (3 pixels above, 1 left, bit position)
 MIXER7_ROWS = 64 * 256  # mixer 7: (classes of c2 and c1, c0)
+MIXER8_ROWS = 9 * 256  # mixer 8: (letters in a row, c0)
 #: The mixers' constants of each model revision (cm's Config.revision; scales: see the module
 #: docstring): ``mixer_rate``, the final mixer's ``final`` and ``final_boost`` rates, and the weight
 #: ``1 / initial`` every input but the bias starts with in every weight set.
@@ -64,7 +66,9 @@ Revision = namedtuple("Revision", "mixer_rate final final_boost initial")
 #: Revision 0: the first.  Revision 1 (issue 12, bench/RESULTS.md): weights start at 1/24, not 1/4 (with
 #: about 90 inputs, 1/4 each made every new weight set far too sure of itself), slower rates once the
 #: stream is older: -1.1% on enwik8_1M and about -1.6% on the small Calgary/Canterbury texts.
-REVISIONS = (Revision(4, 32, 0, 4), Revision(3, 16, 16, 24))
+#: Revision 2 keeps revision 1's constants; it changes the APMs' training (:mod:`.sse`) and adds the
+#: match model's length input (:mod:`.match`).
+REVISIONS = (Revision(4, 32, 0, 4), Revision(3, 16, 16, 24), Revision(3, 16, 16, 24))
 MIXER_SKIP = 1024  # mixers skip training when |bit - p| < MIXER_SKIP / 2**16
 MIXER_RATE_BOOST = 24  # extra rate at the start of a stream, decaying as 2**16 / (bytes seen + 2**16)
 WEIGHT_LIMIT = 1 << 24
@@ -83,7 +87,7 @@ def set_rates(st: np.ndarray, x0: int, revision: int) -> None:
 def sets(max_contexts):
     """Weight sets (rows) of all the mixers for up to ``max_contexts`` hashed contexts."""
     return (MIXER2_SETS + (max_contexts + 1) * 8 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS
-            + MIXER4_RECORD_ROWS + MIXER7_ROWS)
+            + MIXER4_RECORD_ROWS + MIXER7_ROWS + MIXER8_ROWS)
 
 
 @kernel(inline=True)
@@ -139,6 +143,20 @@ def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c
     if n_mix > 7:
         row = ((classes & 0x3F) << 8) | c0
         st[x0 + 7] = (mixer3 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS + MIXER4_RECORD_ROWS + row) * n_in
+    if n_mix > 8:
+        row = letters_in_a_row(classes) * 256 + c0
+        st[x0 + 8] = (mixer3 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS + MIXER4_RECORD_ROWS + MIXER7_ROWS
+                      + row) * n_in
+
+
+@kernel(inline=True)
+def letters_in_a_row(classes):
+    """How many of the last 8 bytes, back from the last, are letters (the text state's CLASSES word:
+    classes 2 and 3), 0..8: the length of the word so far, or 8 for a longer one."""
+    letters = 0
+    while letters < 8 and ((classes >> (3 * letters)) & 6) == 2:
+        letters += 1
+    return letters
 
 
 @kernel(inline=True)

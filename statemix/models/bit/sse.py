@@ -5,8 +5,10 @@ Up to four APMs (the first ``n_apm``), keyed by (``c1``, ``c0``); by a 16-bit ha
 by a 16-bit hash of (``c3``, ``c2``, ``c1``, ``c0``).  In a model with record contexts, while a record
 is found, the first is keyed instead by a 16-bit hash of the bits one record back around the current
 byte (``window``, :mod:`.record`) and ``c0``, in 65,536 rows of its own after the others.  Each selects a row of 33 buckets (P(1) in units of 2**-16, initially squash of the bucket centre) over
-``stretch(p_mix)``; a prediction interpolates the two buckets around ``stretch(p_mix)`` (weights in
-units of 2**-12) and the bucket nearer to it learns: ``a += (y * 2**16 - a) >> APM_RATE``.  The coded
+``stretch(p_mix)``; a prediction interpolates the two buckets around ``stretch(p_mix)`` (weights
+``1 - w`` and ``w``, in units of 2**-12) and the bucket nearer to it learns: ``a += (y * 2**16 - a)
+>> APM_RATE``; from model revision 2 (``two_buckets``) both learn, each by its weight: ``a += (y *
+2**16 - a) * w_a >> (APM_RATE - 1)`` (-0.06% on enwik8_1M, bench/RESULTS.md).  The coded
 probability is ``(2 p_mix + 14 mean(p_apm)) / 16`` (see cm).
 
 The table holds each bucket's departure from its initial value (``a - squash(centre)``), so a new
@@ -23,9 +25,10 @@ from .hashing import wrapping_mul
 from .tables import stretch
 
 APM_RATE = 6  # APM update: moves 2**-APM_RATE of the way to the target
+TWO_BUCKETS_REVISION = 2  # the first model revision whose APMs train both buckets
 BUCKETS = 33
 N_APMS = 4
-STATE_SIZE = 4  # per APM: the bucket it trains this bit, in the state array from a0
+STATE_SIZE = 2 * N_APMS  # per APM: the bucket it trains this bit, then per APM the upper bucket's weight
 
 
 def rows(n_apm: int, records: bool = False) -> int:
@@ -77,13 +80,26 @@ def apm_predict(apm, st, a0, n_apm, p_mix, c0, c1, hist4, expected, window, lut)
         above = np.int64(apm[row + 1]) + _initial(lut, low + 1)
         p_apm += (below * (4096 - weight) + above * weight) >> 12
         st[a0 + a] = row + (weight >> 11)
+        st[a0 + N_APMS + a] = weight
     return p_apm
 
 
 @kernel(inline=True)
-def apm_update(apm, st, a0, n_apm, bit, lut):
+def apm_update(apm, st, a0, n_apm, bit, lut, two_buckets):
+    """Train the buckets :func:`apm_predict` chose on the coded ``bit``: the nearer one, or with
+    ``two_buckets`` both, each by its interpolation weight."""
+    target = np.int64(bit) << 16
     for a in range(n_apm):
         slot = st[a0 + a]
-        initial = _initial(lut, slot % BUCKETS)
-        value = np.int64(apm[slot]) + initial
-        apm[slot] = value + (((np.int64(bit) << 16) - value) >> APM_RATE) - initial
+        if two_buckets:
+            weight = st[a0 + N_APMS + a]
+            below = slot - (weight >> 11)
+            for upper in range(2):
+                share = weight if upper else 4096 - weight
+                initial = _initial(lut, (below + upper) % BUCKETS)
+                value = np.int64(apm[below + upper]) + initial
+                apm[below + upper] = value + ((((target - value) * share) >> 12) >> (APM_RATE - 1)) - initial
+        else:
+            initial = _initial(lut, slot % BUCKETS)
+            value = np.int64(apm[slot]) + initial
+            apm[slot] = value + ((target - value) >> APM_RATE) - initial

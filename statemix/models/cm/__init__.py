@@ -24,22 +24,24 @@ components live in :mod:`..bit`, one job per module, in the order of the data fl
    contexts' size.  The small text contexts (:data:`..bit.contexts.SMALL_TEXT_KINDS`) have regions
    of 2**-``configuration.SMALL_TEXT_TABLE_SHIFT``.
 3. Match model (:mod:`..bit.match`): the byte after the most recent earlier occurrence of the last
-   bytes.  Byte histories (:mod:`..bit.byte_history`, records that say so): the byte that followed
+   bytes; from model revision 2 it also gives its length as an input.  Byte histories
+   (:mod:`..bit.byte_history`, records that say so): the byte that followed
    each text context last time, and how often in a row, one input per text context.
-4. Mixing (:mod:`..bit.mixer`): up to eight mixers with selected weight sets and a final mixer, each
+4. Mixing (:mod:`..bit.mixer`): up to nine mixers with selected weight sets and a final mixer, each
    trained on its own code length.
 5. APMs (:mod:`..bit.sse`): up to four adaptive tables refine the mixer's probability; the coded
    probability is ``(2 p_mix + 14 mean(p_apm)) / 16``.
 6. The probability goes to :func:`statemix.quantize.binary_frequency` and the range coder.
 
-Input vector of the mixers (stretch units, width ``2 + n + 1 + r + b + s + 1`` for ``n`` contexts)::
+Input vector of the mixers (stretch units, width ``2 + n + 1 + r + b + s + l + 1`` for ``n`` contexts)::
 
-    [order 0 | order 1 | context 0 .. n-1 | match | run 0 .. r-1 | byte history 0 .. b-1 | source | bias 256]
+    [order 0 | order 1 | context 0 .. n-1 | match | run 0 .. r-1 | byte history 0 .. b-1 | source | match length | bias 256]
 
 with ``r = n`` for a record with a component list and ``r = min(n, 9)`` for the first (5-byte)
 records: there the tenth context's run input was overwritten by the bias, and that stays so;
 ``b``: the text contexts (the first in id order) if the record has byte histories, else 0; ``s``:
-1 with a byte-distribution source, else 0.  The contexts that can be idle (structure and x86, after the
+1 with a byte-distribution source, else 0; ``l``: 1 from model revision 2 (the match model's length
+input), else 0.  The contexts that can be idle (structure and x86, after the
 text contexts in id order) are not in that order but at the end, each one's context input then its
 run input (:meth:`.configuration.Config.input_layout`): while they are idle the mixers read only the
 vector's prefix (their inputs are 0; on text that saves about 8% of level 2's time).  Where the inputs
@@ -148,7 +150,8 @@ class Model:
         """A fresh model with the named components switched off (diagnostics only: no valid stream)."""
         config = self.config
         layout = config.input_layout()
-        inputs = {"order 0": [0], "order 1": [1], "match": [layout.match], "APMs": []}
+        inputs = {"order 0": [0], "order 1": [1], "match": [i for i in (layout.match, layout.strength) if i >= 0],
+                  "APMs": []}
         if config.source:
             inputs[distribution.NAMES[config.source]] = [layout.source]
         inputs["byte histories"] = list(range(layout.histories, layout.histories + config.byte_history_inputs))

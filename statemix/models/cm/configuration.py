@@ -11,7 +11,7 @@ from collections import namedtuple
 from dataclasses import asdict, dataclass
 
 from .. import presets
-from ..bit import byte_history, contexts, distribution, image, instructions, mixer, sse
+from ..bit import byte_history, contexts, distribution, image, instructions, match, mixer, sse
 from .loop import AUX_SIZE, N_HASHED, STATE_MAP_BASE
 
 FIRST_RECORD_KINDS, FIRST_RECORD_RUNS = 10, 9  # contexts and run inputs a first record can have (see the package's docstring)
@@ -32,8 +32,9 @@ DETECTOR_REVISIONS = {bits: revision for revision, bits in enumerate(DETECTOR_BI
 
 #: Input positions in the mixers' vector (:meth:`Config.input_layout`): ``counters[k]`` and ``runs[k]``
 #: context k's (``runs`` as long as the run inputs), the match model's, the first byte history's,
-#: the source's (-1: none) and the bias's, the last input before those of the contexts that can be idle.
-InputLayout = namedtuple("InputLayout", "counters runs match histories source bias")
+#: the source's (-1: none), the match model's length input's (-1: none, before model revision 2) and
+#: the bias's, the last input before those of the contexts that can be idle.
+InputLayout = namedtuple("InputLayout", "counters runs match histories source strength bias")
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class Config:
 
     ``table_bits``: log2 of the bytes of bit-history states per hashed context.
     ``hist_bits``: log2 of the match model's history bytes (its hash table has 2**(hist_bits-2)
-    int32 entries).  ``contexts``: how many hashed contexts.  ``mixers``: how many mixers (1..8,
+    int32 entries).  ``contexts``: how many hashed contexts.  ``mixers``: how many mixers (1..9,
     the first of :mod:`.bit.mixer`'s list; with one, no final mixer).  ``apms``: how many APMs (1..4,
     the first of :mod:`.bit.sse`'s list).  ``kinds``: the component set, the context kinds of
     :mod:`.bit.contexts` (kept in id order); None for the first records, which list no
@@ -50,7 +51,9 @@ class Config:
     module docstring).  ``source``: the byte-distribution input (:mod:`.bit.distribution`, 0 for
     none).  ``detector``: the record detector's revision (0, 1 or 2, see Records).  ``revision``: the
     model's revision, which sets constants that are not fields of their own (the mixers' learning
-    rates and initial weights, :data:`.bit.mixer.REVISIONS`); 0 in every record before ``00 04``.
+    rates and initial weights, :data:`.bit.mixer.REVISIONS`; from revision 2 the APMs' training of
+    both buckets, :mod:`.bit.sse`, and the match model's length input, :mod:`.bit.match`); 0 in
+    every record before ``00 04``.
 
     Records: the first format is 5 bytes ``table_bits, hist_bits, contexts, mixers, apms``; a record
     with a component list is ``00 01 table_bits hist_bits mixers apms n kind_0 .. kind_n-1`` (read,
@@ -112,16 +115,20 @@ class Config:
     def input_layout(self) -> "InputLayout":
         """Where each input sits in the mixers' input vector (see the package's docstring): the text
         contexts' first, then the match model, their run inputs, the byte histories, the source and
-        the bias; the contexts that can be idle (structure and x86) last, each one's counter input
-        then its run input, so that the mixers read only a prefix while they are idle."""
+        the match model's length input (from revision 2) and the bias; the contexts that can be idle
+        (structure and x86) last, each one's counter input then its run input, so that the mixers read
+        only a prefix while they are idle."""
         kinds = self.context_kinds
         lead = next((k for k, kind in enumerate(kinds) if contexts.can_idle(kind)), len(kinds))
         counters = [2 + k for k in range(lead)]
         match = 2 + lead
         runs = [match + 1 + k for k in range(min(lead, self.run_inputs))]
         histories = match + 1 + len(runs)
-        source = histories + self.byte_history_inputs if self.source else -1
-        bias = histories + self.byte_history_inputs + (1 if self.source else 0)
+        at = histories + self.byte_history_inputs
+        source = at if self.source else -1
+        at += 1 if self.source else 0
+        strength = at if self.match_strength else -1
+        bias = at + (1 if self.match_strength else 0)
         at = bias + 1
         for k in range(lead, len(kinds)):
             counters.append(at)
@@ -130,12 +137,18 @@ class Config:
                 runs.append(at)
                 at += 1
         assert at == self.inputs
-        return InputLayout(counters, runs, match, histories, source, bias)
+        return InputLayout(counters, runs, match, histories, source, strength, bias)
+
+    @property
+    def match_strength(self) -> bool:
+        """Whether the match model gives its length input too (model revision 2 on, :mod:`.bit.match`)."""
+        return self.revision >= match.STRENGTH_REVISION
 
     @property
     def inputs(self) -> int:
         """Width of the mixers' input vector (see the module docstring)."""
-        return 2 + self.contexts + 1 + self.run_inputs + self.byte_history_inputs + (1 if self.source else 0) + 1
+        return (2 + self.contexts + 1 + self.run_inputs + self.byte_history_inputs + (1 if self.source else 0)
+                + (1 if self.match_strength else 0) + 1)
 
     def to_bytes(self) -> bytes:
         if self.kinds is None:

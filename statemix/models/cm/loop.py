@@ -21,7 +21,7 @@ from ..bit.byte_history import byte_history_input, byte_history_train, byte_hist
 from ..bit.contexts import bucket, context_hash, find_bucket
 from ..bit.distribution import source_begin, source_begin_no_ssm, source_input, source_learn, source_learn_no_ssm
 from ..bit.hashing import mix_hash, order6_hash
-from ..bit.match import match_expected, match_predict, match_state, match_train, match_update
+from ..bit.match import match_expected, match_predict, match_state, match_strength, match_train, match_update
 from ..bit.mixer import final_set, mixer_predict, mixer_select, mixer_update
 from ..bit.sse import apm_predict, apm_update
 from ..bit.tables import LUT_NEXT, LUT_RUN, train
@@ -35,7 +35,7 @@ LIMIT_ORDER0 = 3  # counter confidence cap of the order-0 contexts: they follow 
 #: st[ABLATE], for diagnostics only (Model.ablated): bit 0 switches off the inputs flagged in the
 #: state's "ablated" field (one word per input), bit 1 skips the APMs
 ABLATE_INPUTS, ABLATE_APMS = 1, 2
-MAX_INPUTS = 3 * N_HASHED + 5  # orders 0 and 1, contexts, match, runs, byte histories, source, bias
+MAX_INPUTS = 3 * N_HASHED + 6  # orders 0 and 1, contexts, match, runs, byte histories, source, match length, bias
 
 # Counter array layout: [order 0: 256][order 1: 65536][match: 64][state maps: n x 256]
 # [byte histories: n x byte_history.N_COUNTERS, with them].
@@ -48,10 +48,11 @@ STATE_MAP_BASE = MATCH_SM_BASE + match.N_COUNTERS
 #: fixed tables (int64, .bit.tables) and the mixers' input vector (int64 scratch).
 Tables = namedtuple("Tables", "counters states weights apm hist mtable aux lut inputs byte_entries")
 SCALARS = ("c0 hist4 hist8 pos bit p_mix table_bits hist_bits ablate n_ctx n_runs n_mix n_apm "
-           "n_in source x86_block byte_histories match_input history_input source_input bias_input live_inputs").split()
+           "n_in source x86_block byte_histories match_input history_input source_input strength_input bias_input "
+           "live_inputs apm_two_buckets").split()
 (C0, HIST4, HIST8, POS, BIT, P_MIX, TABLE_BITS, HIST_BITS, ABLATE, N_CTX, N_RUNS, N_MIX, N_APM,
- N_IN, SOURCE, X86_BLOCK, BYTE_HISTORIES, MATCH_INPUT, HISTORY_INPUT, SOURCE_INPUT, BIAS_INPUT,
- LIVE_INPUTS) = range(len(SCALARS))
+ N_IN, SOURCE, X86_BLOCK, BYTE_HISTORIES, MATCH_INPUT, HISTORY_INPUT, SOURCE_INPUT, STRENGTH_INPUT, BIAS_INPUT,
+ LIVE_INPUTS, APM_TWO_BUCKETS) = range(len(SCALARS))
 #: The model state is one int64 array ``st``: the scalars above, then one field per job, each at the
 #: offset :func:`_layout` computes from its size (n contexts: at most N_HASHED).  One array, not a
 #: named tuple of arrays: a named tuple's fields cost atomic reference counts per bit (measured: the
@@ -130,6 +131,8 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup)
     for k in range(n_ctx):  # an idle context gives nothing and learns nothing (see _update)
         inputs[st[COUNTER_INPUTS + k]] = lut[np.int64(counters[st[SLOTS + 2 + k]]) >> 20] if not st[IDLE + k] else 0
     inputs[st[MATCH_INPUT]] = match_predict(st, MATCH, hist, st[HIST_BITS], counters, MATCH_SM_BASE, lut, c0, bit)
+    if st[STRENGTH_INPUT] >= 0:
+        inputs[st[STRENGTH_INPUT]] = match_strength(st, MATCH, MATCH_SM_BASE)
     n_bytes = st[BYTE_HISTORIES]
     for k in range(n_bytes):
         inputs[st[HISTORY_INPUT] + k] = byte_history_input(st, BYTE_HISTORY, n_bytes, k, counters,
@@ -221,7 +224,7 @@ def _update(st, counters, states, weights, apm, hist, mtable, aux, lut, inputs, 
     n_in = st[N_IN]
     final = final_set(n_ctx, n_in, st[C0])
     mixer_update(weights, inputs, st[LIVE_INPUTS], st, MIXERS, st[N_MIX], final, st[P_MIX], bit, st[POS])
-    apm_update(apm, st, APMS, st[N_APM], bit, lut)
+    apm_update(apm, st, APMS, st[N_APM], bit, lut, st[APM_TWO_BUCKETS])
 
     c0 = st[C0] * 2 + bit
     st[BIT] += 1
@@ -347,6 +350,8 @@ def new_state(config) -> np.ndarray:
     st[COUNTER_INPUTS:COUNTER_INPUTS + config.contexts] = layout.counters
     st[RUN_INPUTS:RUN_INPUTS + config.run_inputs] = layout.runs
     st[MATCH_INPUT], st[HISTORY_INPUT], st[SOURCE_INPUT] = layout.match, layout.histories, layout.source
+    st[STRENGTH_INPUT] = layout.strength
+    st[APM_TWO_BUCKETS] = config.revision >= sse.TWO_BUCKETS_REVISION
     st[BIAS_INPUT], st[LIVE_INPUTS] = layout.bias, config.inputs
     n = st[BYTE_HISTORIES] = config.byte_history_inputs  # the first n contexts have byte histories
     st[BYTE_HISTORY + byte_history.ENTRY * n:BYTE_HISTORY + (byte_history.EXPECT + 1) * n] = -1  # no entry, no byte
