@@ -1,6 +1,6 @@
 """Model revision 2's pieces and the ninth mixer's selector against plain Python references: the APMs'
-training of both buckets (.bit.sse), the match model's length input (.bit.match) and the letters in
-a row (.bit.mixer)."""
+training of both buckets (.bit.sse), the match model's length input (.bit.match) and the word
+position (.bit.mixer)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import pytest
 from statemix._jit import kernel
 from statemix.models.bit import match
 from statemix.models.bit.match import match_strength
-from statemix.models.bit.mixer import letters_in_a_row
+from statemix.models.bit.mixer import word_position
 from statemix.models.bit.sse import APM_RATE, BUCKETS, N_APMS, apm_predict, apm_update
 from statemix.models.bit.tables import lookup_tables
 from statemix.models.bit.text import char_class
@@ -91,13 +91,13 @@ def test_match_strength_is_the_length_signed_by_the_predicted_bit():
 
 
 @kernel
-def _letters(classes, out):
+def _word_positions(classes, c1s, out):
     for i in range(classes.shape[0]):
-        out[i] = letters_in_a_row(classes[i])
+        out[i] = word_position(classes[i], c1s[i])
 
 
-def test_letters_in_a_row_counts_the_letters_before_the_current_byte():
-    texts = [b"", b"the ", b"a cat", b"Hello", b"x9ab", b"wonderfully", b"[[Paris", b"\xc3\xa9t\xc3\xa9"]
+def test_word_position_counts_the_letters_of_the_word_or_names_the_class_between_words():
+    texts = [b"the ", b"a cat", b"Hello", b"x9ab", b"wonderfully", b"[[Paris", b"\xc3\xa9t\xc3\xa9", b"<a", b"1999"]
     classes = []
     for text in texts:
         word = 0
@@ -106,10 +106,11 @@ def test_letters_in_a_row_counts_the_letters_before_the_current_byte():
         classes.append(word)
     expected = []
     for text in texts:
-        tail = 0
-        while tail < min(len(text), 8) and chr(text[-1 - tail]).isascii() and chr(text[-1 - tail]).isalpha():
-            tail += 1
-        expected.append(tail)
+        letters = 0
+        while letters < min(len(text), 8) and chr(text[-1 - letters]).isascii() and chr(text[-1 - letters]).isalpha():
+            letters += 1
+        expected.append(letters - 1 if letters else 8 + char_class(text[-1]))
     out = np.zeros(len(texts), dtype=np.int64)
-    _letters(np.array(classes, dtype=np.int64), out)
-    assert out.tolist() == expected == [0, 0, 3, 5, 2, 8, 5, 0]
+    _word_positions(np.array(classes, dtype=np.int64), np.array([t[-1] for t in texts], dtype=np.int64), out)
+    # space 1, lower case 2, byte >= 128 7, digit 4 (.text.char_class)
+    assert out.tolist() == expected == [9, 2, 4, 1, 7, 4, 15, 0, 12]

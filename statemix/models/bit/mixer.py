@@ -18,7 +18,8 @@ weights in units of 2**-16) by a small context::
     6  the longest order with history (0..8, see .contexts.ORDERS),
        bit position, match state                                     9 x 8 x 4
     7  the character classes of c2 and c1 (.text), c0                64 x 256 (after 4's record rows)
-    8  how many of the last bytes are letters in a row (0..8), c0    9 x 256
+    8  the word position (letters so far, or the class of c1 between   16 x 16 x 256
+       words: see ``word_position``), markup state (4 bits), c0
 
 and give ``dot_m = clamp(sum w_i x_i >> 16, +-2047)`` and ``p_m = squash(dot_m)``.  A final mixer,
 one weight set of ``N_MIXERS`` per ``c0`` after the rows above (the first ``n_mix`` used, each
@@ -58,7 +59,7 @@ MIXER5_ROWS = 65536  # mixer 5: hash of (c2, c1, bit position)
 MIXER6_ROWS = 9 * 8 * 4  # mixer 6: (longest order, bit position, match state)
 MIXER4_RECORD_ROWS = 16 * 8  # mixer 4 while a record is found: (3 pixels above, 1 left, bit position)
 MIXER7_ROWS = 64 * 256  # mixer 7: (classes of c2 and c1, c0)
-MIXER8_ROWS = 9 * 256  # mixer 8: (letters in a row, c0)
+MIXER8_ROWS = 16 * 16 * 256  # mixer 8: (word position, markup state, c0)
 #: The mixers' constants of each model revision (cm's Config.revision; scales: see the module
 #: docstring): ``mixer_rate``, the final mixer's ``final`` and ``final_boost`` rates, and the weight
 #: ``1 / initial`` every input but the bias starts with in every weight set.
@@ -144,19 +145,20 @@ def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c
         row = ((classes & 0x3F) << 8) | c0
         st[x0 + 7] = (mixer3 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS + MIXER4_RECORD_ROWS + row) * n_in
     if n_mix > 8:
-        row = letters_in_a_row(classes) * 256 + c0
+        row = ((word_position(classes, c1) << 4) + (markup & 15)) * 256 + c0
         st[x0 + 8] = (mixer3 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS + MIXER4_RECORD_ROWS + MIXER7_ROWS
                       + row) * n_in
 
 
 @kernel(inline=True)
-def letters_in_a_row(classes):
-    """How many of the last 8 bytes, back from the last, are letters (the text state's CLASSES word:
-    classes 2 and 3), 0..8: the length of the word so far, or 8 for a longer one."""
+def word_position(classes, c1):
+    """0..15: inside a word, the letters of it so far minus 1 (0..7, 7 for 8 or more: the last bytes
+    that are letters, classes 2 and 3 of the text state's CLASSES word); between words, 8 + the
+    class of ``c1`` (:func:`.text.char_class`)."""
     letters = 0
     while letters < 8 and ((classes >> (3 * letters)) & 6) == 2:
         letters += 1
-    return letters
+    return letters - 1 if letters > 0 else 8 + char_class(c1)
 
 
 @kernel(inline=True)
