@@ -10,7 +10,7 @@ import pytest
 
 from statemix import StatemixError
 from statemix.models import ModelSpec, build_model, cm, memory_needed, spec_for_level, ssm
-from statemix.models.bit import contexts
+from statemix.models.bit import contexts, mixer
 
 from conftest import config_with, text_sample
 
@@ -38,7 +38,7 @@ def test_memory_limit():
     spec = spec_for_level(3)
     need = memory_needed(spec)
     assert need == cm.Config.from_bytes(spec.parameters).memory_bytes() > 400 << 20
-    with pytest.raises(StatemixError, match=r"^this stream's model needs 1,214 MiB of memory, more than the "
+    with pytest.raises(StatemixError, match=r"^this stream's model needs 1,237 MiB of memory, more than the "
                                             r"limit of 300 MiB \(raise it with --memory\)$"):
         build_model(spec, memory_limit=300 << 20)
     build_model(spec_for_level(1, 1000), memory_limit=need)
@@ -178,7 +178,7 @@ def test_cm_component_list_record():
     for bad in (bytes([0, 1, 20, 22, 2, 1, 2, 4, 4]), bytes([0, 1, 20, 22, 2, 1, 2, 4, 99]),
                 bytes([0, 1, 20, 22, 2, 1, 3, 4, 0]), bytes([0, 1, 27, 22, 2, 1, 1, 4]),
                 bytes([0, 2, 20, 22, 2, 1, 0, 0, 0, 0, 0]), bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0, 0x41]),
-                bytes([0, 2, 20, 22, 9, 1, 1, 0, 0, 0, 0]), bytes([0, 2, 20, 22, 2, 5, 1, 0, 0, 0, 0]),
+                bytes([0, 2, 20, 22, mixer.N_MIXERS + 1, 1, 1, 0, 0, 0, 0]), bytes([0, 2, 20, 22, 2, 5, 1, 0, 0, 0, 0]),
                 bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0]), bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0, 3]),
                 bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0, 0x83])):
         with pytest.raises(StatemixError, match="corrupt stream"):

@@ -59,8 +59,10 @@ and runs the loop over a block in timed steps.
 
 Memory (bytes): n * 2**table_bits (histories; a small text context's a quarter, a record or x86
 instruction context's an eighth, an 8-bit image context's a sixteenth) + 2**hist_bits (history) +
-2**hist_bits (match table, int32 per 4 bytes of history) + 8.25 MiB per APM + about 1.5 MiB (order-1
-counters, weights, the text state's indirect tables, the record detector's counts) + with byte
+2**hist_bits (match table, int32 per 4 bytes of history) + 8.25 MiB per APM + the mixers' weights (4
+bytes per input per weight set, about 152,000 sets of every mixer, used or not: 53 MiB at level 2, 8
+MiB at level 1) + about 1.5 MiB (order-1 counters, the text state's indirect tables, the record
+detector's counts) + with byte
 histories, a quarter of each text context's history bytes (a 4-byte entry per 16 bytes).
 """
 
