@@ -57,8 +57,8 @@ BYTE_HISTORIES_MIN_FIT = 23
 #: .bit.mixer.REVISIONS) and an eighth mixer, selected by the character classes of c2 and c1 with c0
 #: (bench/RESULTS.md, issue 12: together -1.1% on enwik8_1M, for 1.04 times the time); then model
 #: revision 2 (the APMs train both buckets, the match model's length input) and a ninth mixer,
-#: selected by the word position, the markup state and c0 (bench/RESULTS.md, issue 12: together -0.3% on
-#: enwik8_1M).
+#: selected by the word position, the markup state and c0 (bench/RESULTS.md, issue 12: together -0.42% on
+#: enwik8_1M and -0.43% on enwik8_3M, for about 1.09 times the time).
 #: Level 1 has 2 mixers and 2**22-byte regions (bench/RESULTS.md, issue 12: -2.4% on enwik8_1M for
 #: 1.2 times the time; 1 mixer and 2**20 before).
 CM_LEVELS = {

@@ -10,7 +10,8 @@ predicted byte agrees with the partial byte ``c0``, its next bit selects one of 
 counters by (length bucket: 0..15, then 16 + length / 16 up to 31; predicted bit); the mixer input is
 that counter's stretched probability (else 0).  From model revision 2 (``STRENGTH_REVISION``) a
 second input, :func:`match_strength`, says the same with the length alone: ``+-min(length, 32) *
-64`` (stretch units) for a predicted 1 or 0, else 0 (-0.02% on enwik8_1M, bench/RESULTS.md).
+64`` (stretch units) for a predicted 1 or 0, else 0 (alone at ``* 32``: -0.02% on enwik8_1M; revision 2
+against 1, with the APMs' training: -0.09%; bench/RESULTS.md).
 
 State ``m`` (int64): ``st[m0 + PTR]`` the history position of the predicted byte, ``st[m0 + LEN]`` the match
 length in bytes (0: none), ``st[m0 + SLOT]`` the counter used this bit (-1: none).

@@ -121,9 +121,9 @@ class Config:
         kinds = self.context_kinds
         lead = next((k for k, kind in enumerate(kinds) if contexts.can_idle(kind)), len(kinds))
         counters = [2 + k for k in range(lead)]
-        match = 2 + lead
-        runs = [match + 1 + k for k in range(min(lead, self.run_inputs))]
-        histories = match + 1 + len(runs)
+        match_at = 2 + lead  # (not ``match``: the module of that name gives match_strength its revision)
+        runs = [match_at + 1 + k for k in range(min(lead, self.run_inputs))]
+        histories = match_at + 1 + len(runs)
         at = histories + self.byte_history_inputs
         source = at if self.source else -1
         at += 1 if self.source else 0
@@ -137,7 +137,7 @@ class Config:
                 runs.append(at)
                 at += 1
         assert at == self.inputs
-        return InputLayout(counters, runs, match, histories, source, strength, bias)
+        return InputLayout(counters, runs, match_at, histories, source, strength, bias)
 
     @property
     def match_strength(self) -> bool:
