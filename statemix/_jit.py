@@ -220,12 +220,14 @@ def serial_twin(parallel_kernel):
 
 def variant(base, suffix: str, **replaced):
     """``base`` compiled once more with some of the kernels it calls replaced (by keyword: the name
-    it calls, the kernel to call instead), with ``base``'s own options.
+    it calls, the kernel to call instead), or some of the constants it reads, with ``base``'s own
+    options.
 
     For a path that a runtime flag never takes in some callers but that numba compiles anyway: cm's
     loop without the SSM compiles no SSM training (about 190 of its 380 s of compiling), by calling
     variants down to the one call that trains.  Every name a variant replaces must be defined when
-    the variant is made (its module's globals are read then).
+    the variant is made (its module's globals are read then).  cm's loop for one model shape
+    (``cm.loop.fixed_loop``) reads the shape's counts as constants, and numba unrolls what they bound.
     """
     missing = [name for name in replaced if name not in base.py_func.__globals__]
     if missing:

@@ -232,6 +232,50 @@ def test_cm_output_does_not_depend_on_the_order_of_its_contexts():
     assert permuted.encode(data, len(data)) == cm.Model(config).encode(data, len(data))
 
 
+@pytest.mark.parametrize("size", [5000, 300000, None])
+def test_level1_loop_codes_what_the_generic_loop_codes(size):
+    # level 1 runs cm's loop compiled for its shape (loop.fixed_loop): every bit as the generic loop's
+    config = cm.config_for_level(1, size)
+    assert cm.loop.fixed_shape(config) == cm.LEVEL1_SHAPE
+    data = text_sample(20000, seed=6) + np.random.default_rng(6).integers(0, 256, 3000, dtype=np.uint8).tobytes()
+    fixed, generic = cm.Model(config), cm.Model(config)
+    generic._level1_shape = False
+    coded = fixed.encode(data, len(data))
+    assert coded == generic.encode(data, len(data))
+    assert fixed.state.tolist() == generic.state.tolist()
+    reader = cm.Model(config)
+    reader._level1_shape = False
+    assert reader.decode(coded, len(data)) == data
+
+
+def test_only_level1_shapes_take_the_fixed_loop():
+    assert cm.Model(cm.config_for_level(1, 1000))._level1_shape
+    assert not cm.Model(cm.config_for_level(2, 1000))._level1_shape
+    assert cm.loop.fixed_shape(cm.config_for_level(2, None)) is None  # contexts that can idle: the width varies
+    assert not cm.Model(cm.Config(20, 20, 5, 3, 1))._level1_shape  # another mixer count
+
+
+def test_lookup_tables_are_pinned_and_only_a_matching_cache_file_is_read(tmp_path, monkeypatch):
+    from statemix.models.bit import tables
+
+    lut = tables._lookup_tables()
+    assert tables.tables_digest(lut) == tables.LUT_DIGEST  # every stream depends on them
+    path = tmp_path / "lookup_tables.npy"
+    assert np.array_equal(tables._cached_tables(path), lut) and path.exists()  # computed, then kept
+    assert np.array_equal(tables._cached_tables(path), lut)
+    other = lut.copy()
+    other[5] += 1
+    np.save(path, other)
+    assert np.array_equal(tables._cached_tables(path), lut)  # not these: computed again
+    path.write_bytes(b"not an array")
+    assert np.array_equal(tables._cached_tables(path), lut)
+    assert np.array_equal(tables._cached_tables(None), lut)  # no cache directory
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["lookup_tables.npy"]
+    monkeypatch.setattr(tables, "LUT_DIGEST", "0" * 32)  # as if this Python computed other tables
+    with pytest.raises(StatemixError, match="fixed tables"):
+        tables._cached_tables(None)
+
+
 def test_source_input_is_the_mass_of_the_upper_half():
     # the byte distribution read bit by bit, against a plain sum over the byte values
     from statemix.models.bit import distribution

@@ -159,7 +159,7 @@ def context_hash(kind, c4, c8, st, t0, r0, i0, aux, hist, hist_mask, pos):
 def can_idle(kind: int) -> bool:
     """Whether context ``kind`` can be idle (a structure or x86 context: see the module docstring);
     the others, the text contexts, never are."""
-    return bool(is_structure(kind) or instructions.is_instruction(kind))
+    return bool(is_structure(kind) or instructions.is_instruction.py_func(kind))  # plain Python (see cm.configuration)
 
 
 @kernel(inline=True)
@@ -168,8 +168,7 @@ def needs_record(kind):
     return 21 <= kind < image.FIRST_GRAY_KIND
 
 
-@kernel(inline=True)
-def is_structure(kind):
+def is_structure(kind: int) -> bool:
     """Whether context ``kind`` is a structure context (record or image): idle without a record or
     image row, with a smaller region."""
     return 21 <= kind < instructions.FIRST_KIND

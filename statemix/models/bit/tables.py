@@ -11,6 +11,11 @@ it is identical on every machine; the kernels read them from one int64 array ``l
     lut[LUT_INITIAL:]  each state's initial P(1) as a 32-bit counter          (256)
     lut[LUT_RUN:]      each state's "run" input, +-64 per bit when one-sided  (256)
 
+The tables take about 0.1 s to compute (the decimal logarithms and exponentials), a tenth of level 1's
+time on 1 MB, so they are kept beside the kernel cache (``lookup_tables.npy``) and read from there when
+their digest is :data:`LUT_DIGEST`.  The digest is pinned: every stream depends on these tables, so a
+computation that gives other tables (another ``decimal``) is refused rather than used.
+
 Counters are 32 bits: ``p`` (22 bits, P(1) in units of 2**-22) in the high bits and ``n`` (10 bits,
 updates seen, capped at a limit) in the low bits; :func:`train` applies the counter rule.
 Bit-history states count the 0s and 1s seen (capped at ``HISTORY_CAP``; seeing one bit shrinks a
@@ -19,16 +24,24 @@ count of the other above 2 to half plus one, so a history favours recent bits) a
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
+import os
+import tempfile
 from decimal import ROUND_HALF_EVEN, Context, Decimal
+from pathlib import Path
 
 import numpy as np
 
 from ..._counter import counter_step, dt_table
-from ..._jit import kernel
+from ..._errors import StatemixError
+from ..._jit import CACHE_DIR, kernel
 
 COUNTER_INIT = 1 << 31  # p = 1/2, n = 0
 HISTORY_CAP = 24  # largest bit count a bit-history state remembers
 LUT_NEXT, LUT_SEEN, LUT_INITIAL, LUT_RUN = 9216, 9728, 9984, 10240  # bit-history tables in lut
+#: blake2b (16 bytes) of the tables as little-endian int64 (see the module docstring)
+LUT_DIGEST = "b5ca17dc70d4c15e44bb2a0f29ac183c"
 
 
 def _lookup_tables() -> np.ndarray:
@@ -83,10 +96,41 @@ _LUT: np.ndarray | None = None
 
 
 def lookup_tables() -> np.ndarray:
+    """The tables (computed once per process, or read from beside the kernel cache)."""
     global _LUT
     if _LUT is None:
-        _LUT = _lookup_tables()
+        _LUT = _cached_tables(Path(CACHE_DIR) / "lookup_tables.npy" if CACHE_DIR else None)
     return _LUT
+
+
+def tables_digest(lut: np.ndarray) -> str:
+    return hashlib.blake2b(lut.astype("<i8").tobytes(), digest_size=16).hexdigest()
+
+
+def _cached_tables(path: Path | None) -> np.ndarray:
+    """The tables from ``path`` if it holds them (by their digest), else computed and written there."""
+    if path is not None:
+        try:
+            lut = np.load(path, allow_pickle=False)
+            if lut.dtype == np.int64 and tables_digest(lut) == LUT_DIGEST:
+                return lut
+        except (OSError, ValueError, EOFError):
+            pass
+    lut = _lookup_tables()
+    if tables_digest(lut) != LUT_DIGEST:
+        raise StatemixError("statemix: this Python computes the model's fixed tables differently "
+                            "(statemix.models.bit.tables): its streams would not decode elsewhere")
+    if path is not None:
+        partial = None
+        try:
+            with tempfile.NamedTemporaryFile(dir=path.parent, suffix=".tmp", delete=False) as f:
+                partial = f.name
+                np.save(f, lut, allow_pickle=False)
+            os.replace(partial, path)
+        except OSError:
+            with contextlib.suppress(OSError, TypeError):
+                os.unlink(partial)
+    return lut
 
 
 @kernel(inline=True)

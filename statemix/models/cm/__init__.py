@@ -85,14 +85,19 @@ from ..steps import timed_steps
 from ..tokenloop import STAGE_MIXED, STAGE_QUANTIZED, STAGE_SSM
 from .configuration import Config, config_for_level
 from .loop import (ABLATE, ABLATE_APMS, ABLATE_INPUTS, ABLATED, AUX_SIZE, STAGE_NODES, STAGE_NODES_MIXER, STAGE_ROWS,
-                   STATE_MAP_BASE, X86_BLOCK, Tables, new_state, run_range, run_range_no_ssm)
+                   STATE_MAP_BASE, X86_BLOCK, Tables, fixed_loop, fixed_shape, new_state, run_range, run_range_no_ssm)
 
 __all__ = ["MODEL_ID", "Config", "Model", "config_for_level"]
 
 MODEL_ID = 1
 
+#: level 1's shape and the loop compiled for it (:func:`.loop.fixed_loop`): the same bits as the
+#: generic loop's in about 0.7 times the time (bench/RESULTS.md); any record of that shape uses it
+LEVEL1_SHAPE = fixed_shape(config_for_level(1, None))
+run_range_level1 = fixed_loop(LEVEL1_SHAPE, "level1")
+
 #: attributes that are configuration or shared read-only tables, not state (see :meth:`Model.snapshot`)
-_CONSTANT = frozenset({"config", "spec", "lut", "_sink", "_stage_sink"})
+_CONSTANT = frozenset({"config", "spec", "lut", "_sink", "_stage_sink", "_level1_shape"})
 
 
 class Model:
@@ -110,7 +115,7 @@ class Model:
         self.byte_entries = np.zeros(max(config.byte_history_entries, 1), dtype=np.uint32)
         # the histories, then the empty bucket that read-only lookups return (contexts.find_bucket)
         self.states = np.zeros(config.history_bytes + 16, dtype=np.uint8)
-        self.weights = mixer.initial_weights(mixer.sets(config.contexts), config.inputs, config.mixers,
+        self.weights = mixer.initial_weights(mixer.sets.py_func(config.contexts), config.inputs, config.mixers,
                                              config.revision, config.input_layout().bias)
         self.apm = sse.initial_apm(config.apms, config.has_records)
         self.hist = np.zeros(1 << config.hist_bits, dtype=np.uint8)
@@ -119,6 +124,7 @@ class Model:
         self.source = distribution.Source(config.source, config.source_table_bits) if config.source else None
         self.rc = new_coder_state()
         self.inputs = np.zeros(config.inputs, dtype=np.int64)
+        self._level1_shape = fixed_shape(config) == LEVEL1_SHAPE
         self._sink = None  # the trace hooks (see statemix.models.protocol)
         self._stage_sink = None
 
@@ -183,7 +189,7 @@ class Model:
         source = self.source.arrays() if self.source is not None else _no_source()
         uses_ssm = self.source is not None and self.source.uses_ssm
         staging = self._stage_sink is not None and mode == ENCODE
-        run = run_range if uses_ssm else run_range_no_ssm
+        run = run_range if uses_ssm else run_range_level1 if self._level1_shape else run_range_no_ssm
         # the SSM source runs on one thread inside cm's byte loop: measured not to pay before the
         # SIMD backward pass, not measured since (--model ssm's byte models now use every thread)
         with threads_at_most(1) if uses_ssm else contextlib.nullcontext():

@@ -3,6 +3,10 @@
 :class:`Config` is read from and written to the record (see its Records section), sizes the model's
 tables (:meth:`Config.region_bits`, :meth:`Config.memory_bytes`) and describes it in words;
 :func:`config_for_level` gives the preset of a ``--level`` (:mod:`statemix.models.presets`).
+
+It calls the components' small predicates (``is_gray``, ``sets`` ...) as plain Python
+(``.py_func``): called on the kernel, each would load a compiled entry from the cache, about 5 ms
+each at every start.
 """
 
 from __future__ import annotations
@@ -209,7 +213,7 @@ class Config:
     def memory_bytes(self) -> int:
         """Upper bound of the model's memory, in bytes."""
         counters = STATE_MAP_BASE + self.contexts * 256 + self.byte_history_inputs * byte_history.N_COUNTERS
-        words = counters + sse.rows(self.apms, self.has_records) * sse.BUCKETS + mixer.sets(self.contexts) * self.inputs + 256 * mixer.N_MIXERS
+        words = counters + sse.rows(self.apms, self.has_records) * sse.BUCKETS + mixer.sets.py_func(self.contexts) * self.inputs + 256 * mixer.N_MIXERS
         return (4 * (words + AUX_SIZE) + self.history_bytes + (1 << self.hist_bits)
                 + 4 * (1 << (self.hist_bits - 2)) + distribution.memory_bytes(self.source, self.source_table_bits)
                 + 4 * self.byte_history_entries)
@@ -222,11 +226,11 @@ class Config:
         contexts' as the record contexts' (a full region gained 0.04% on /usr/bin/bash); a quarter for
         the small text contexts (contexts.SMALL_TEXT_KINDS: a full region gained 0.02% on enwik8_1M and
         0.05% on enwik8_3M, for 2 x 48 MiB more at level 2 when compressing)."""
-        if image.is_gray(kind):
+        if image.is_gray.py_func(kind):
             return self.table_bits - GRAY_TABLE_SHIFT
         if kind in contexts.SMALL_TEXT_KINDS:
             return self.table_bits - SMALL_TEXT_TABLE_SHIFT
-        small = contexts.needs_record(kind) or instructions.is_instruction(kind)
+        small = contexts.needs_record.py_func(kind) or instructions.is_instruction.py_func(kind)
         return self.table_bits - (RECORD_TABLE_SHIFT if small else 0)
 
     def entry_bits(self, kind: int) -> int:
