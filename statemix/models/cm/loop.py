@@ -5,6 +5,10 @@ module holds what numba compiles: :func:`run_range` (the one loop of encoder, de
 the per-bit :func:`_predict` and :func:`_update` (inlined into it), the per-byte
 :func:`_end_of_byte` (a call), the stage tracer of the diagnostics, and the state array's layout
 (:data:`STATE_FIELDS`) with :func:`new_state`, which fills it from a :class:`.configuration.Config`.
+
+The loop reads the model's counts (:data:`Shape`) from the state; :func:`fixed_loop` compiles a copy
+that has them as constants, for one shape: level 1's copy takes 0.73 times the generic loop's time
+for the same bits (bench/RESULTS.md).
 """
 
 from __future__ import annotations
