@@ -1,6 +1,6 @@
 """Model revision 2's pieces and the ninth mixer's selector against plain Python references: the APMs'
 training of both buckets (.bit.sse), the match model's length input (.bit.match) and the word
-position (.bit.mixer)."""
+position (.bit.mixer); and the mixers' weight sets against the rows allocated for them."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from statemix._jit import kernel
-from statemix.models.bit import match
+from statemix.models.bit import match, mixer
 from statemix.models.bit.match import match_strength
 from statemix.models.bit.mixer import word_position
 from statemix.models.bit.sse import APM_RATE, BUCKETS, N_APMS, apm_predict, apm_update
@@ -114,3 +114,24 @@ def test_word_position_counts_the_letters_of_the_word_or_names_the_class_between
     _word_positions(np.array(classes, dtype=np.int64), np.array([t[-1] for t in texts], dtype=np.int64), out)
     # space 1, lower case 2, byte >= 128 7, digit 4 (.text.char_class)
     assert out.tolist() == expected == [9, 2, 4, 1, 7, 4, 15, 0, 12]
+
+
+@pytest.mark.parametrize("n_mix", range(1, mixer.N_MIXERS + 1))
+def test_every_weight_set_a_mixer_selects_is_allocated(n_mix):
+    # the model allocates mixer.sets(contexts, mixers) rows (the rows of the mixers it uses); a row
+    # beyond them would read the final mixer's weights, or past the array (numba checks no bounds)
+    n_ctx, n_in = 33, 92
+    st = np.zeros(mixer.STATE_SIZE, dtype=np.int64)
+    highest = 0
+    for c1 in range(256):
+        for match_state, expected, length in ((0, -1, 0), (2, 255, 1000)):
+            for window in (-1, 1023):
+                for c0, bit in ((1, 0), (255, 7)):
+                    for markup, classes in ((0, 0), (15, 0o22222222), (15, (1 << 24) - 1)):
+                        mixer.mixer_select.py_func(st, 0, n_in, n_ctx, n_mix, match_state, expected, length, c0, c1,
+                                                   255, n_ctx, 8, bit, markup, classes, window)
+                        highest = max(highest, max(int(st[m]) for m in range(n_mix)))
+    assert highest % n_in == 0
+    assert highest // n_in < mixer.sets.py_func(n_ctx, n_mix)
+    # and none more (with one mixer, mixer 1's rows are allocated too: they come before any other's)
+    assert highest // n_in == mixer.sets.py_func(n_ctx, n_mix) - 1 or n_mix == 1

@@ -85,16 +85,28 @@ def set_rates(st: np.ndarray, x0: int, revision: int) -> None:
 
 
 @kernel(inline=True)
-def sets(max_contexts):
-    """Weight sets (rows) of all the mixers for up to ``max_contexts`` hashed contexts."""
-    return (MIXER2_SETS + (max_contexts + 1) * 8 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS
-            + MIXER4_RECORD_ROWS + MIXER7_ROWS + MIXER8_ROWS)
+def sets(max_contexts, n_mix):
+    """Weight sets (rows) of the first ``n_mix`` mixers for up to ``max_contexts`` hashed contexts, in
+    the order of the table above but for mixer 4's record rows, which come after mixer 6's (so 5 to 7
+    mixers have the same rows)."""
+    rows = MIXER2_SETS
+    if n_mix > 2:
+        rows += (max_contexts + 1) * 8
+    if n_mix > 3:
+        rows += MIXER3_ROWS
+    if n_mix > 4:
+        rows += MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS + MIXER4_RECORD_ROWS
+    if n_mix > 7:
+        rows += MIXER7_ROWS
+    if n_mix > 8:
+        rows += MIXER8_ROWS
+    return rows
 
 
 @kernel(inline=True)
-def final_set(n_ctx, n_in, c0):
+def final_set(n_ctx, n_mix, n_in, c0):
     """Index of the final mixer's first weight for ``c0`` (after the rows of :func:`sets`)."""
-    return sets(n_ctx) * n_in + c0 * N_MIXERS
+    return sets(n_ctx, n_mix) * n_in + c0 * N_MIXERS
 
 
 def initial_weights(n_sets: int, n_in: int, n_mix: int, revision: int, bias: int) -> np.ndarray:

@@ -179,7 +179,7 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup)
     mixer_select(st, MIXERS, n_in, n_ctx, shape.mixers, predicting, expected, st[MATCH + match.LEN], c0, c1,
                  (st[HIST4] >> 8) & 0xFF, known, order, bit, st[TEXT + text.MARKUP], st[TEXT + text.CLASSES],
                  st[RECORD + record.WINDOW])
-    final = final_set(n_ctx, n_in, c0)
+    final = final_set(n_ctx, shape.mixers, n_in, c0)
     p_mix = mixer_predict(weights, inputs, shape.width, st, MIXERS, shape.mixers, final, lut)
     st[P_MIX] = p_mix
     n_apm = shape.apms
@@ -250,7 +250,7 @@ def _update(st, counters, states, weights, apm, hist, mtable, aux, lut, inputs, 
     match_train(st, MATCH, counters, bit, lut)
     if shape.byte_histories:
         byte_history_train(st, BYTE_HISTORY, shape.byte_histories, counters, bit, lut)
-    final = final_set(n_ctx, shape.inputs, st[C0])
+    final = final_set(n_ctx, shape.mixers, shape.inputs, st[C0])
     mixer_update(weights, inputs, shape.width, st, MIXERS, shape.mixers, final, st[P_MIX], bit, st[POS])
     apm_update(apm, st, APMS, shape.apms, bit, lut, st[APM_TWO_BUCKETS])
 
