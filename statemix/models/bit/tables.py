@@ -104,6 +104,7 @@ def lookup_tables() -> np.ndarray:
 
 
 def tables_digest(lut: np.ndarray) -> str:
+    """32 hex digits of blake2b over ``lut`` as little-endian int64 (what :data:`LUT_DIGEST` pins)."""
     return hashlib.blake2b(lut.astype("<i8").tobytes(), digest_size=16).hexdigest()
 
 

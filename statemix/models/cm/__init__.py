@@ -60,10 +60,10 @@ and runs the loop over a block in timed steps.
 Memory (bytes): n * 2**table_bits (histories; a small text context's a quarter, a record or x86
 instruction context's an eighth, an 8-bit image context's a sixteenth) + 2**hist_bits (history) +
 2**hist_bits (match table, int32 per 4 bytes of history) + 8.25 MiB per APM + the mixers' weights (4
-bytes per input per weight set; the rows of the mixers used, :func:`..bit.mixer.sets`: about 152,000
-sets, 53 MiB, at level 2; 1,792 sets, 0.1 MiB, at level 1) + about 1.5 MiB (order-1 counters, the text state's indirect tables, the record
-detector's counts) + with byte
-histories, a quarter of each text context's history bytes (a 4-byte entry per 16 bytes).
+bytes per input per weight set, the sets of the mixers used, :func:`..bit.mixer.sets`: about 152,000
+sets, 53 MiB, at level 2; 1,792 sets, 0.1 MiB, at level 1) + about 1.5 MiB (order-1 counters, the
+text state's indirect tables, the record detector's counts) + with byte histories, a quarter of each
+text context's history bytes (a 4-byte entry per 16 bytes).
 """
 
 from __future__ import annotations
@@ -115,8 +115,8 @@ class Model:
         self.byte_entries = np.zeros(max(config.byte_history_entries, 1), dtype=np.uint32)
         # the histories, then the empty bucket that read-only lookups return (contexts.find_bucket)
         self.states = np.zeros(config.history_bytes + 16, dtype=np.uint8)
-        self.weights = mixer.initial_weights(mixer.sets.py_func(config.contexts, config.mixers), config.inputs, config.mixers,
-                                             config.revision, config.input_layout().bias)
+        self.weights = mixer.initial_weights(mixer.sets.py_func(config.contexts, config.mixers), config.inputs,
+                                             config.mixers, config.revision, config.input_layout().bias)
         self.apm = sse.initial_apm(config.apms, config.has_records)
         self.hist = np.zeros(1 << config.hist_bits, dtype=np.uint8)
         self.mtable = np.zeros(1 << (config.hist_bits - 2), dtype=np.int32)

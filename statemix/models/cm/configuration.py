@@ -213,7 +213,8 @@ class Config:
     def memory_bytes(self) -> int:
         """Upper bound of the model's memory, in bytes."""
         counters = STATE_MAP_BASE + self.contexts * 256 + self.byte_history_inputs * byte_history.N_COUNTERS
-        words = counters + sse.rows(self.apms, self.has_records) * sse.BUCKETS + mixer.sets.py_func(self.contexts, self.mixers) * self.inputs + 256 * mixer.N_MIXERS
+        weights = mixer.sets.py_func(self.contexts, self.mixers) * self.inputs + 256 * mixer.N_MIXERS
+        words = counters + sse.rows(self.apms, self.has_records) * sse.BUCKETS + weights
         return (4 * (words + AUX_SIZE) + self.history_bytes + (1 << self.hist_bits)
                 + 4 * (1 << (self.hist_bits - 2)) + distribution.memory_bytes(self.source, self.source_table_bits)
                 + 4 * self.byte_history_entries)

@@ -89,10 +89,10 @@ MATCH, MIXERS, APMS, TEXT, RECORD, INSTRUCTIONS, ABLATED, BYTE_HISTORY, STATE_SI
                      "size"))
 #: What a bit's work depends on besides the tables: how many contexts, run inputs, mixers, APMs and
 #: byte histories, the inputs (a weight set's width) and of them the ones the mixers read (a prefix:
-#: see :func:`_live_inputs`), whether there is a source and a match
-#: length input, and whether any context is hashed at every bit (an image context).  The loop reads
-#: it from the state (:func:`_shape`); a loop compiled for one shape (:func:`fixed_loop`) has it as
-#: constants, so that numba unrolls its loops and drops the branches it never takes.
+#: see :func:`_live_inputs`), whether there is a source and a match length input (0 or 1), and whether
+#: any context may be hashed at every bit (an image context).  The loop reads it from the state
+#: (:func:`_shape`); a loop compiled for one shape (:func:`fixed_loop`) has it as constants, so that
+#: numba unrolls the loops they bound and drops the branches never taken.
 Shape = namedtuple("Shape", "contexts runs mixers apms byte_histories inputs width source strength per_bit")
 
 
@@ -111,8 +111,8 @@ def _shape(st):
     """The :data:`Shape` of the model: the loop's constants if it has them, else read from ``st``."""
     if _FIXED.contexts:
         return _FIXED
-    return Shape(st[N_CTX], st[N_RUNS], st[N_MIX], st[N_APM], st[BYTE_HISTORIES], st[N_IN], st[LIVE_INPUTS], st[SOURCE],
-                 np.int64(st[STRENGTH_INPUT] >= 0), np.int64(1))
+    return Shape(st[N_CTX], st[N_RUNS], st[N_MIX], st[N_APM], st[BYTE_HISTORIES], st[N_IN], st[LIVE_INPUTS],
+                 st[SOURCE], np.int64(st[STRENGTH_INPUT] >= 0), np.int64(1))
 
 
 @kernel(inline=True)
