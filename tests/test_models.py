@@ -269,6 +269,9 @@ def test_lookup_tables_are_pinned_and_only_a_matching_cache_file_is_read(tmp_pat
     assert np.array_equal(tables._cached_tables(path), lut)  # not these: computed again
     path.write_bytes(b"not an array")
     assert np.array_equal(tables._cached_tables(path), lut)
+    with open(path, "wb") as f:  # a header that claims far more than the file holds: not allocated
+        np.lib.format.write_array_header_1_0(f, {"descr": "<i8", "fortran_order": False, "shape": (1 << 40,)})
+    assert np.array_equal(tables._cached_tables(path), lut)
     assert np.array_equal(tables._cached_tables(None), lut)  # no cache directory
     assert sorted(p.name for p in tmp_path.iterdir()) == ["lookup_tables.npy"]
     monkeypatch.setattr(tables, "LUT_DIGEST", "0" * 32)  # as if this Python computed other tables

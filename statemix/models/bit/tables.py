@@ -111,10 +111,10 @@ def tables_digest(lut: np.ndarray) -> str:
 def _cached_tables(path: Path | None) -> np.ndarray:
     """The tables from ``path`` if it holds them (by their digest), else computed and written there."""
     if path is not None:
-        try:
-            lut = np.load(path, allow_pickle=False)
-            if lut.dtype == np.int64 and tables_digest(lut) == LUT_DIGEST:
-                return lut
+        try:  # mapped, not read: a damaged header cannot make it allocate more than the file holds
+            mapped = np.load(path, mmap_mode="r", allow_pickle=False)
+            if mapped.dtype == np.int64 and mapped.ndim == 1 and tables_digest(mapped) == LUT_DIGEST:
+                return np.array(mapped)
         except (OSError, ValueError, EOFError):
             pass
     lut = _lookup_tables()
