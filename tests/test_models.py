@@ -239,20 +239,20 @@ def test_level1_loop_codes_what_the_generic_loop_codes(size):
     assert cm.loop.fixed_shape(config) == cm.LEVEL1_SHAPE
     data = text_sample(20000, seed=6) + np.random.default_rng(6).integers(0, 256, 3000, dtype=np.uint8).tobytes()
     fixed, generic = cm.Model(config), cm.Model(config)
-    generic._level1_shape = False
+    generic._loop = cm.loop.run_range_no_ssm
     coded = fixed.encode(data, len(data))
     assert coded == generic.encode(data, len(data))
     assert fixed.state.tolist() == generic.state.tolist()
     reader = cm.Model(config)
-    reader._level1_shape = False
+    reader._loop = cm.loop.run_range_no_ssm
     assert reader.decode(coded, len(data)) == data
 
 
 def test_only_level1_shapes_take_the_fixed_loop():
-    assert cm.Model(cm.config_for_level(1, 1000))._level1_shape
-    assert not cm.Model(cm.config_for_level(2, 1000))._level1_shape
+    assert cm.Model(cm.config_for_level(1, 1000))._loop is cm.run_range_level1
+    assert cm.Model(cm.config_for_level(2, 1000))._loop is not cm.run_range_level1
     assert cm.loop.fixed_shape(cm.config_for_level(2, None)) is None  # contexts that can idle: the width varies
-    assert not cm.Model(cm.Config(20, 20, 5, 3, 1))._level1_shape  # another mixer count
+    assert cm.Model(cm.Config(20, 20, 5, 3, 1))._loop is not cm.run_range_level1  # another mixer count
 
 
 def test_lookup_tables_are_pinned_and_only_a_matching_cache_file_is_read(tmp_path, monkeypatch):

@@ -97,7 +97,7 @@ LEVEL1_SHAPE = fixed_shape(config_for_level(1, None))
 run_range_level1 = fixed_loop(LEVEL1_SHAPE, "level1")
 
 #: attributes that are configuration or shared read-only tables, not state (see :meth:`Model.snapshot`)
-_CONSTANT = frozenset({"config", "spec", "lut", "_sink", "_stage_sink", "_level1_shape"})
+_CONSTANT = frozenset({"config", "spec", "lut", "_sink", "_stage_sink", "_loop"})
 
 
 class Model:
@@ -124,7 +124,9 @@ class Model:
         self.source = distribution.Source(config.source, config.source_table_bits) if config.source else None
         self.rc = new_coder_state()
         self.inputs = np.zeros(config.inputs, dtype=np.int64)
-        self._level1_shape = fixed_shape(config) == LEVEL1_SHAPE
+        # the loop the record asks for: with the SSM, compiled for level 1's shape, or the generic one
+        self._loop = (run_range if self.source is not None and self.source.uses_ssm
+                      else run_range_level1 if fixed_shape(config) == LEVEL1_SHAPE else run_range_no_ssm)
         self._sink = None  # the trace hooks (see statemix.models.protocol)
         self._stage_sink = None
 
@@ -187,15 +189,14 @@ class Model:
         n = data.shape[0]
         tables = self.tables()
         source = self.source.arrays() if self.source is not None else _no_source()
-        uses_ssm = self.source is not None and self.source.uses_ssm
+        uses_ssm = self._loop is run_range
         staging = self._stage_sink is not None and mode == ENCODE
-        run = run_range if uses_ssm else run_range_level1 if self._level1_shape else run_range_no_ssm
         # the SSM source runs on one thread inside cm's byte loop: measured not to pay before the
         # SIMD backward pass, not measured since (--model ssm's byte models now use every thread)
         with threads_at_most(1) if uses_ssm else contextlib.nullcontext():
             for start, end in timed_steps(n, STEP_BYTES_STAGES if staging else STEP_BYTES_MOST):
                 stages = np.zeros((end - start, STAGE_ROWS, 256), dtype=np.float32) if staging else _NO_STAGES
-                run(mode, data, coded, self.rc, self.state, tables, source, trace, stages, start, end)
+                self._loop(mode, data, coded, self.rc, self.state, tables, source, trace, stages, start, end)
                 if staging:
                     self._stage_sink(self._stage_step(data, start, end, stages))
                 if progress is not None:
