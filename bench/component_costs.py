@@ -44,6 +44,8 @@ def variants(base: cm.Config, with_ssm: bool) -> dict[str, dict]:
     if base.mixers > 1:
         out["1 mixer"] = dict(mixers=1)
         out[f"{base.mixers - 1} mixers (not {base.mixers})"] = dict(mixers=base.mixers - 1)
+    if base.revision > 2:
+        out["model revision 2 (one rate boost for the stream, not per weight set)"] = dict(revision=2)
     if base.revision > 1:
         out["model revision 1 (APMs train one bucket, no match length input)"] = dict(revision=1)
     if base.revision > 0:

@@ -1,6 +1,7 @@
-"""Model revision 2's pieces and the ninth mixer's selector against plain Python references: the APMs'
-training of both buckets (.bit.sse), the match model's length input (.bit.match) and the word
-position (.bit.mixer); and the mixers' weight sets against the rows allocated for them."""
+"""Model revisions 2 and 3's pieces and the ninth mixer's selector against plain Python references: the
+APMs' training of both buckets (.bit.sse), the match model's length input (.bit.match), the word
+position and the mixers' training, with revision 3's rate per weight set (.bit.mixer); and the
+mixers' weight sets against the rows allocated for them."""
 
 from __future__ import annotations
 
@@ -70,6 +71,79 @@ def test_apm_training_matches_the_reference(two_buckets):
     as_array = lambda xs: np.array(xs, dtype=np.int64)  # noqa: E731
     _apm_steps(apm, st, lut, as_array(p_mixes), as_array(c0s), as_array(c1s), as_array(bits), two_buckets, out)
     assert out.tolist() == reference_apm(lut, p_mixes, c0s, c1s, bits, two_buckets)
+
+
+@kernel
+def _mixer_steps(weights, st, lut, inputs, chosen, bits, n_sets, out):
+    """Two mixers and the final one over a sequence of bits: mixer m uses weight set ``chosen[i, m]``;
+    each bit's p_mix into ``out``."""
+    n_in = inputs.shape[1]
+    final = n_sets * n_in  # the final mixer's one weight set (c0 = 0)
+    for i in range(bits.shape[0]):
+        for m in range(2):
+            st[m] = chosen[i, m] * n_in
+            st[mixer.SETS + m] = chosen[i, m]
+        out[i] = mixer.mixer_predict(weights, inputs[i], n_in, st, 0, 2, final, lut)
+        mixer.mixer_update(weights, inputs[i], n_in, st, 0, 2, final, final + 256 * mixer.N_MIXERS, out[i], bits[i],
+                           i // 8)
+
+
+def reference_mixers(lut, revision, n_sets, inputs, chosen, bits):
+    """The same in Python integers, from the module docstring's formulas."""
+    r = mixer.REVISIONS[revision]
+    n_in = len(inputs[0])
+    sets = [[(1 << 16) // r.initial] * (n_in - 1) + [0] for _ in range(n_sets)]  # the bias last
+    final = [(1 << 16) // 2] * 2
+    uses = [0] * n_sets
+
+    def squash(x: int) -> int:
+        return int(lut[4096 + max(-2048, min(2047, x)) + 2048])
+
+    def clamp(w: int) -> int:
+        return max(-mixer.WEIGHT_LIMIT, min(mixer.WEIGHT_LIMIT, w))
+
+    out = []
+    for i, (x, pair, bit) in enumerate(zip(inputs, chosen, bits)):
+        dots = [max(-2047, min(2047, sum(w * v for w, v in zip(sets[s], x)) >> 16)) for s in pair]
+        p_mix = squash(sum(v * d for v, d in zip(final, dots)) >> 16)
+        out.append(p_mix)
+        pos = i // 8
+        err = ((bit << 16) - p_mix) * (r.final + (r.final_boost << 16) // (pos + (1 << 16)))
+        final = [clamp(v + ((d * err) >> 22)) for v, d in zip(final, dots)]
+        stream_boost = (r.stream_boost << 16) // (pos + (1 << 16))
+        for s, dot in zip(pair, dots):
+            miss = (bit << 16) - squash(dot)
+            if abs(miss) < mixer.MIXER_SKIP:
+                continue
+            rate = r.mixer_rate + stream_boost
+            if r.set_boost:
+                rate = r.mixer_rate + max(stream_boost, r.set_boost * mixer.USES_SCALE // (uses[s] + mixer.USES_SCALE))
+                uses[s] = min(uses[s] + 1, mixer.USES_LIMIT)
+            sets[s] = [clamp(w + ((v * miss * rate) >> r.rate_shift)) for w, v in zip(sets[s], x)]
+    return out, uses
+
+
+@pytest.mark.parametrize("revision", [2, 3])
+def test_mixer_training_matches_the_reference(revision):
+    # weight sets used often and rarely (set 0 by one mixer at every bit, the others now and then),
+    # inputs of both signs and the bias; long enough for revision 3's boost to fade on set 0
+    rng = random.Random(revision)
+    n, n_sets, n_in = 4000, 6, 5
+    inputs = [[rng.randrange(-2047, 2048) for _ in range(n_in - 1)] + [256] for _ in range(n)]
+    chosen = [(0, rng.choice((1, 1, 1, 2, 3, 4, 5))) for _ in range(n)]
+    bits = [int(rng.random() < 0.5 + 0.4 * (x[0] > 0)) for x in inputs]
+    lut = lookup_tables()
+    weights = mixer.initial_weights(n_sets, n_in, 2, revision, n_in - 1)
+    st = np.zeros(mixer.STATE_SIZE, dtype=np.int64)
+    mixer.set_rates(st, 0, revision)
+    out = np.zeros(n, dtype=np.int64)
+    _mixer_steps(weights, st, lut, np.array(inputs, dtype=np.int64), np.array(chosen, dtype=np.int64),
+                 np.array(bits, dtype=np.int64), n_sets, out)
+    expected, uses = reference_mixers(lut, revision, n_sets, inputs, chosen, bits)
+    assert out.tolist() == expected
+    # the uses are counted only where the revision boosts by them
+    assert weights[n_sets * n_in + 256 * mixer.N_MIXERS:].tolist() == (uses if revision >= 3 else [0] * n_sets)
+    assert (max(uses) > 1000) == (revision >= 3)
 
 
 @kernel

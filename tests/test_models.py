@@ -204,8 +204,8 @@ def test_cm_model_revision_record():
     assert dataclasses.replace(revised, revision=0).to_bytes()[:2] == b"\0\2"  # revision 0 keeps its records
     with pytest.raises(ValueError, match="needs a component set"):
         cm.Config(20, 22, 3, 2, 1, revision=1)
-    with pytest.raises(StatemixError, match="revision 3 unknown.*newer statemix"):
-        build_model(ModelSpec(cm.MODEL_ID, bytes([0, 4, 3, 20, 22, 2, 1, 4]) + mask + b"\0"))
+    with pytest.raises(StatemixError, match="revision 4 unknown.*newer statemix"):
+        build_model(ModelSpec(cm.MODEL_ID, bytes([0, 4, 4, 20, 22, 2, 1, 4]) + mask + b"\0"))
     for bad in (bytes([0, 4, 0, 20, 22, 2, 1, 4]) + mask + b"\0",  # revision 0 is written 00 02
                 bytes([0, 4, 1, 20, 22, 2, 1, 5]) + mask + b"\0\0",  # a mask longer than its kinds need
                 bytes([0, 4, 1, 20, 22, 2, 1, 3]) + mask[:3] + b"\0", bytes([0, 4, 1, 20, 22, 2, 1, 4]) + mask,
@@ -221,6 +221,10 @@ def test_cm_model_revision_record():
     assert second.inputs == revised.inputs + 1 and revised.input_layout().strength == -1
     recoded = cm.Model(second).encode(data, len(data))
     assert recoded != coded and cm.Model(second).decode(recoded, len(data)) == data
+    third = dataclasses.replace(revised, revision=3)  # the mixers' rate per weight set
+    assert cm.Config.from_bytes(third.to_bytes()) == third and third.inputs == second.inputs
+    third_coded = cm.Model(third).encode(data, len(data))
+    assert third_coded != recoded and cm.Model(third).decode(third_coded, len(data)) == data
 
 
 def test_cm_output_does_not_depend_on_the_order_of_its_contexts():

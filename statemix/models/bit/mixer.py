@@ -26,18 +26,24 @@ one weight set of ``N_MIXERS`` per ``c0`` after the rows above (the first ``n_mi
 initially ``1 / n_mix``), combines them: ``p_mix = squash(sum v_m dot_m >> 16)`` (P(1) in units of
 2**-16); with one mixer, ``p_mix = p_0``.
 
+Weights: one flat int32 array, the weight sets of the table above (``n_in`` each, :func:`sets`
+of them), then the final mixer's (256 x ``N_MIXERS``), then each weight set's uses (how many times
+its mixer trained it, up to ``USES_LIMIT``; from :func:`uses_base`).
+
 State: ``STATE_SIZE`` int64 words of the model's state array ``st`` from ``x0``: each mixer's weight
-row (as the index of its first weight), then each mixer's p, then each mixer's dot, then the
-revision's three learning rates (set by :func:`set_rates`).
+row (as the index of its first weight), then each mixer's p, then each mixer's dot, then each
+mixer's weight set (its number), then the revision's learning rates (set by :func:`set_rates`).
 
 Training, after the bit ``y``: the final mixer ``v_m += dot_m * err * final_rate >> 22`` with ``err
 = y * 2**16 - p_mix`` and ``final_rate = final + final_boost * 2**16 / (bytes seen + 2**16)``
-(units of 2**-4); each mixer ``w_i += x_i * err_m * rate >> 18`` with ``err_m = y * 2**16 - p_m``,
-skipped when ``|err_m| < MIXER_SKIP``, and ``rate = mixer_rate + MIXER_RATE_BOOST * 2**16 / (bytes
-seen + 2**16)`` (both faster while the stream is young).  ``mixer_rate``, ``final``, ``final_boost``
-and the weights a new weight set starts from are the model revision's (:data:`REVISIONS`).  Weights
-stay within +-2**24.  Integer arithmetic: a sum's order does not matter, so an input that is always
-0 may as well be absent.
+(units of 2**-4); each mixer ``w_i += x_i * err_m * rate >> rate_shift`` with ``err_m = y * 2**16 -
+p_m``, skipped when ``|err_m| < MIXER_SKIP``, and ``rate = mixer_rate + max(stream_boost * 2**16 /
+(bytes seen + 2**16), set_boost * USES_SCALE / (uses + USES_SCALE))``: faster while the stream is
+young (revisions 0-2) or while the weight set is (revision 3, whose ``mixer_rate`` is half of
+revision 2's: -0.41% on enwik8_1M, bench/RESULTS.md); ``uses`` counts the set's trainings before
+this one.  The rates, ``rate_shift`` and the weights a new weight set starts from are the model
+revision's (:data:`REVISIONS`).  Weights stay within +-2**24.  Integer arithmetic: a sum's order
+does not matter, so an input that is always 0 may as well be absent.
 """
 
 from __future__ import annotations
@@ -61,20 +67,25 @@ MIXER4_RECORD_ROWS = 16 * 8  # mixer 4 while a record is found: (3 pixels above,
 MIXER7_ROWS = 64 * 256  # mixer 7: (classes of c2 and c1, c0)
 MIXER8_ROWS = 16 * 16 * 256  # mixer 8: (word position, markup state, c0)
 #: The mixers' constants of each model revision (cm's Config.revision; scales: see the module
-#: docstring): ``mixer_rate``, the final mixer's ``final`` and ``final_boost`` rates, and the weight
-#: ``1 / initial`` every input but the bias starts with in every weight set.
-Revision = namedtuple("Revision", "mixer_rate final final_boost initial")
+#: docstring): the mixers' ``mixer_rate``, ``stream_boost`` and ``set_boost`` (units of
+#: 2**-``rate_shift``), the final mixer's ``final`` and ``final_boost`` rates, and the weight ``1 /
+#: initial`` every input but the bias starts with in every weight set.
+Revision = namedtuple("Revision", "mixer_rate stream_boost set_boost rate_shift final final_boost initial")
 #: Revision 0: the first.  Revision 1 (issue 12, bench/RESULTS.md): weights start at 1/24, not 1/4 (with
 #: about 90 inputs, 1/4 each made every new weight set far too sure of itself), slower rates once the
 #: stream is older: -1.1% on enwik8_1M and about -1.6% on the small Calgary/Canterbury texts.
 #: Revision 2 keeps revision 1's constants; it changes the APMs' training (:mod:`.sse`) and adds the
-#: match model's length input (:mod:`.match`).
-REVISIONS = (Revision(4, 32, 0, 4), Revision(3, 16, 16, 24), Revision(3, 16, 16, 24))
+#: match model's length input (:mod:`.match`).  Revision 3: a rate boost per weight set, by its uses,
+#: instead of one for the stream, on a base rate of 1.5 (in revision 2's units), -0.41% on enwik8_1M.
+REVISIONS = (Revision(4, 24, 0, 18, 32, 0, 4), Revision(3, 24, 0, 18, 16, 16, 24), Revision(3, 24, 0, 18, 16, 16, 24),
+             Revision(3, 0, 48, 19, 16, 16, 24))
 MIXER_SKIP = 1024  # mixers skip training when |bit - p| < MIXER_SKIP / 2**16
-MIXER_RATE_BOOST = 24  # extra rate at the start of a stream, decaying as 2**16 / (bytes seen + 2**16)
+USES_SCALE = 256  # a weight set's rate boost halves after USES_SCALE trainings
+USES_LIMIT = 65535  # uses counted up to this (the boost is 0 from there on)
 WEIGHT_LIMIT = 1 << 24
-MIXER_RATE, FINAL_RATE, FINAL_BOOST = 3 * N_MIXERS, 3 * N_MIXERS + 1, 3 * N_MIXERS + 2  # the rates' words
-STATE_SIZE = 3 * N_MIXERS + 3
+SETS = 3 * N_MIXERS  # each mixer's weight set, then the rates' words:
+MIXER_RATE, FINAL_RATE, FINAL_BOOST, STREAM_BOOST, SET_BOOST, RATE_SHIFT = range(4 * N_MIXERS, 4 * N_MIXERS + 6)
+STATE_SIZE = 4 * N_MIXERS + 6
 
 
 def set_rates(st: np.ndarray, x0: int, revision: int) -> None:
@@ -82,6 +93,8 @@ def set_rates(st: np.ndarray, x0: int, revision: int) -> None:
     constants = REVISIONS[revision]
     st[x0 + MIXER_RATE], st[x0 + FINAL_RATE], st[x0 + FINAL_BOOST] = (constants.mixer_rate, constants.final,
                                                                       constants.final_boost)
+    st[x0 + STREAM_BOOST], st[x0 + SET_BOOST], st[x0 + RATE_SHIFT] = (constants.stream_boost, constants.set_boost,
+                                                                      constants.rate_shift)
 
 
 @kernel(inline=True)
@@ -109,22 +122,41 @@ def final_set(n_ctx, n_mix, n_in, c0):
     return sets(n_ctx, n_mix) * n_in + c0 * N_MIXERS
 
 
+@kernel(inline=True)
+def uses_base(n_ctx, n_mix, n_in):
+    """Index of the first weight set's uses (after the final mixer's weights)."""
+    return sets(n_ctx, n_mix) * n_in + 256 * N_MIXERS
+
+
+def weight_words(n_sets: int, n_in: int) -> int:
+    """int32 words of the weights of ``n_sets`` weight sets of ``n_in``: the sets, the final mixer's,
+    the sets' uses."""
+    return n_sets * (n_in + 1) + 256 * N_MIXERS
+
+
 def initial_weights(n_sets: int, n_in: int, n_mix: int, revision: int, bias: int) -> np.ndarray:
     """Flat int32 weights: every input the revision's ``1 / initial`` but the bias (input ``bias``) 0;
-    the final mixer 1/n_mix each."""
-    flat = np.empty(n_sets * n_in + 256 * N_MIXERS, dtype=np.int32)
+    the final mixer 1/n_mix each; no uses."""
+    flat = np.zeros(weight_words(n_sets, n_in), dtype=np.int32)
     rows = flat[: n_sets * n_in].reshape(n_sets, n_in)
     first = (1 << 16) // REVISIONS[revision].initial
     rows[:] = first
     rows[:, bias] = 0
-    flat[n_sets * n_in :] = (1 << 16) // n_mix
+    flat[n_sets * n_in : n_sets * n_in + 256 * N_MIXERS] = (1 << 16) // n_mix
     return flat
+
+
+@kernel(inline=True)
+def _choose(st, x0, m, n_in, chosen):
+    """Mixer ``m`` uses weight set ``chosen``: its first weight's index and its number."""
+    st[x0 + m] = chosen * n_in
+    st[x0 + SETS + m] = chosen
 
 
 @kernel(inline=True)
 def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c0, c1, c2, known, order, bit, markup,
                  classes, window):
-    """Pick each mixer's weight row (stored as the index of its first weight).
+    """Pick each mixer's weight set (stored as the index of its first weight, and as its number).
 
     ``expected``: the match model's expected byte while it predicts (``match_state`` > 0);
     ``markup``, ``classes``: the text state's MARKUP and CLASSES words (:mod:`.text`); ``known``: how
@@ -132,34 +164,34 @@ def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c
     found the 10 bits one record back around the current byte (:mod:`.record`), whose bits
     ``7 - bit .. 9 - bit`` are the pixels above-right, above and above-left of the current bit.
     """
-    st[x0 + 0] = (match_state * 256 + c0) * n_in
-    st[x0 + 1] = (MIXER1_SETS + c1 + ((c2 << 2) & 0x300)) * n_in
+    _choose(st, x0, 0, n_in, match_state * 256 + c0)
+    _choose(st, x0, 1, n_in, MIXER1_SETS + c1 + ((c2 << 2) & 0x300))
     mixer3 = MIXER2_SETS + (n_ctx + 1) * 8
-    st[x0 + 2] = (MIXER2_SETS + known * 8 + bit) * n_in
+    _choose(st, x0, 2, n_in, MIXER2_SETS + known * 8 + bit)
     if n_mix > 3:
         length = 0 if match_len < 16 else 1 if match_len < 32 else 2 if match_len < 64 else 3
         row = length * 256 + expected if match_state > 0 else 1024 + c0
-        st[x0 + 3] = (mixer3 + row) * n_in
+        _choose(st, x0, 3, n_in, mixer3 + row)
     if n_mix > 4:
         if window >= 0:
             left = c0 & 1 if bit > 0 else c1 & 1
             row = MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS + (((((window >> (7 - bit)) & 7) << 1) | left) << 3) + bit
         else:
             row = ((markup & 15) << 6) + (char_class(c1) << 3) + bit
-        st[x0 + 4] = (mixer3 + MIXER3_ROWS + row) * n_in
+        _choose(st, x0, 4, n_in, mixer3 + MIXER3_ROWS + row)
     if n_mix > 5:
         order2 = (((((c2 << 8) | c1) << 3) | bit) * np.int64(2654435761) >> 8) & 65535
-        st[x0 + 5] = (mixer3 + MIXER3_ROWS + MIXER4_ROWS + order2) * n_in
+        _choose(st, x0, 5, n_in, mixer3 + MIXER3_ROWS + MIXER4_ROWS + order2)
     if n_mix > 6:
         row = (order * 8 + bit) * 4 + match_state
-        st[x0 + 6] = (mixer3 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + row) * n_in
+        _choose(st, x0, 6, n_in, mixer3 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + row)
     if n_mix > 7:
-        row = ((classes & 0x3F) << 8) | c0
-        st[x0 + 7] = (mixer3 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS + MIXER4_RECORD_ROWS + row) * n_in
+        mixer7 = mixer3 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS + MIXER4_RECORD_ROWS
+        _choose(st, x0, 7, n_in, mixer7 + (((classes & 0x3F) << 8) | c0))
     if n_mix > 8:
         row = ((word_position(classes, c1) << 4) + (markup & 15)) * 256 + c0
-        st[x0 + 8] = (mixer3 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS + MIXER4_RECORD_ROWS + MIXER7_ROWS
-                      + row) * n_in
+        _choose(st, x0, 8, n_in, mixer3 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS + MIXER4_RECORD_ROWS
+                + MIXER7_ROWS + row)
 
 
 @kernel(inline=True)
@@ -191,22 +223,32 @@ def mixer_predict(weights, inputs, width, st, x0, n_mix, final_set, lut):
 
 
 @kernel(inline=True)
-def mixer_update(weights, inputs, width, st, x0, n_mix, final_set, p_mix, bit, pos):
+def mixer_update(weights, inputs, width, st, x0, n_mix, final_set, uses, p_mix, bit, pos):
     """Train the final mixer and every mixer on the coded bit (see the module docstring); the first
-    ``width`` weights of each row (an input that is 0 moves no weight)."""
+    ``width`` weights of each row (an input that is 0 moves no weight).  ``uses``: the index of the
+    first weight set's uses (:func:`uses_base`)."""
     if n_mix > 1:
         final_rate = st[x0 + FINAL_RATE] + (st[x0 + FINAL_BOOST] << 16) // (pos + (1 << 16))  # units of 2**-4
         err = ((np.int64(bit) << 16) - p_mix) * final_rate
         for m in range(n_mix):
             w = np.int64(weights[final_set + m]) + ((st[x0 + 2 * N_MIXERS + m] * err) >> 22)
             weights[final_set + m] = max(-WEIGHT_LIMIT, min(WEIGHT_LIMIT, w))
-    rate = st[x0 + MIXER_RATE] + (MIXER_RATE_BOOST << 16) // (pos + (1 << 16))  # faster while young
+    base = st[x0 + MIXER_RATE]
+    stream_boost = (st[x0 + STREAM_BOOST] << 16) // (pos + (1 << 16))  # faster while the stream is young
+    set_boost = st[x0 + SET_BOOST]
+    shift = st[x0 + RATE_SHIFT]
     for m in range(n_mix):
         miss = (np.int64(bit) << 16) - st[x0 + N_MIXERS + m]
         if -MIXER_SKIP < miss < MIXER_SKIP:  # well predicted: the update would be negligible
             continue
+        rate = base + stream_boost
+        if set_boost:  # and while the weight set is
+            used = uses + st[x0 + SETS + m]
+            n = np.int64(weights[used])
+            weights[used] = min(n + 1, USES_LIMIT)
+            rate = base + max(stream_boost, set_boost * USES_SCALE // (n + USES_SCALE))
         err = miss * rate
         row = st[x0 + m]
         for k in range(width):
-            w = np.int64(weights[row + k]) + ((inputs[k] * err) >> 18)
+            w = np.int64(weights[row + k]) + ((inputs[k] * err) >> shift)
             weights[row + k] = max(-WEIGHT_LIMIT, min(WEIGHT_LIMIT, w))

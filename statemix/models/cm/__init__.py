@@ -28,7 +28,7 @@ components live in :mod:`..bit`, one job per module, in the order of the data fl
    (:mod:`..bit.byte_history`, records that say so): the byte that followed
    each text context last time, and how often in a row, one input per text context.
 4. Mixing (:mod:`..bit.mixer`): up to nine mixers with selected weight sets and a final mixer, each
-   trained on its own code length.
+   trained on its own code length (from model revision 3 a weight set learns faster while it is young).
 5. APMs (:mod:`..bit.sse`): up to four adaptive tables refine the mixer's probability; the coded
    probability is ``(2 p_mix + 14 mean(p_apm)) / 16``.
 6. The probability goes to :func:`statemix.quantize.binary_frequency` and the range coder.
@@ -60,7 +60,7 @@ and runs the loop over a block in timed steps.
 Memory (bytes): n * 2**table_bits (histories; a small text context's a quarter, a record or x86
 instruction context's an eighth, an 8-bit image context's a sixteenth) + 2**hist_bits (history) +
 2**hist_bits (match table, int32 per 4 bytes of history) + 8.25 MiB per APM + the mixers' weights (4
-bytes per input per weight set, the sets of the mixers used, :func:`..bit.mixer.sets`: about 152,000
+bytes per input and 4 for its uses per weight set, the sets of the mixers used, :func:`..bit.mixer.sets`: about 152,000
 sets, 53 MiB, at level 2; 1,792 sets, 0.1 MiB, at level 1) + about 1.5 MiB (order-1 counters, the
 text state's indirect tables, the record detector's counts) + with byte histories, a quarter of each
 text context's history bytes (a 4-byte entry per 16 bytes).

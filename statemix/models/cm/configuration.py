@@ -213,7 +213,7 @@ class Config:
     def memory_bytes(self) -> int:
         """Upper bound of the model's memory, in bytes."""
         counters = STATE_MAP_BASE + self.contexts * 256 + self.byte_history_inputs * byte_history.N_COUNTERS
-        weights = mixer.sets.py_func(self.contexts, self.mixers) * self.inputs + 256 * mixer.N_MIXERS
+        weights = mixer.weight_words(mixer.sets.py_func(self.contexts, self.mixers), self.inputs)
         words = counters + sse.rows(self.apms, self.has_records) * sse.BUCKETS + weights
         return (4 * (words + AUX_SIZE) + self.history_bytes + (1 << self.hist_bits)
                 + 4 * (1 << (self.hist_bits - 2)) + distribution.memory_bytes(self.source, self.source_table_bits)

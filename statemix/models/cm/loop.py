@@ -26,7 +26,7 @@ from ..bit.contexts import bucket, context_hash, find_bucket
 from ..bit.distribution import source_begin, source_begin_no_ssm, source_input, source_learn, source_learn_no_ssm
 from ..bit.hashing import mix_hash, order6_hash
 from ..bit.match import match_expected, match_predict, match_state, match_strength, match_train, match_update
-from ..bit.mixer import final_set, mixer_predict, mixer_select, mixer_update
+from ..bit.mixer import final_set, mixer_predict, mixer_select, mixer_update, uses_base
 from ..bit.sse import apm_predict, apm_update
 from ..bit.tables import LUT_NEXT, LUT_RUN, train
 from ..modes import DECODE, ENCODE
@@ -251,7 +251,8 @@ def _update(st, counters, states, weights, apm, hist, mtable, aux, lut, inputs, 
     if shape.byte_histories:
         byte_history_train(st, BYTE_HISTORY, shape.byte_histories, counters, bit, lut)
     final = final_set(n_ctx, shape.mixers, shape.inputs, st[C0])
-    mixer_update(weights, inputs, shape.width, st, MIXERS, shape.mixers, final, st[P_MIX], bit, st[POS])
+    mixer_update(weights, inputs, shape.width, st, MIXERS, shape.mixers, final,
+                 uses_base(n_ctx, shape.mixers, shape.inputs), st[P_MIX], bit, st[POS])
     apm_update(apm, st, APMS, shape.apms, bit, lut, st[APM_TWO_BUCKETS])
 
     c0 = st[C0] * 2 + bit
