@@ -81,8 +81,7 @@ def _mixer_steps(weights, st, lut, inputs, chosen, bits, n_sets, out):
     final = n_sets * n_in  # the final mixer's one weight set (c0 = 0)
     for i in range(bits.shape[0]):
         for m in range(2):
-            st[m] = chosen[i, m] * n_in
-            st[mixer.SETS + m] = chosen[i, m]
+            mixer._choose(st, 0, m, n_in, chosen[i, m])
         out[i] = mixer.mixer_predict(weights, inputs[i], n_in, st, 0, 2, final, lut)
         mixer.mixer_update(weights, inputs[i], n_in, st, 0, 2, final, final + 256 * mixer.N_MIXERS, out[i], bits[i],
                            i // 8)

@@ -124,8 +124,8 @@ def final_set(n_ctx, n_mix, n_in, c0):
 
 @kernel(inline=True)
 def uses_base(n_ctx, n_mix, n_in):
-    """Index of the first weight set's uses (after the final mixer's weights)."""
-    return sets(n_ctx, n_mix) * n_in + 256 * N_MIXERS
+    """Index of the first weight set's uses: where the final mixer's weights end (its set for "c0 = 256")."""
+    return final_set(n_ctx, n_mix, n_in, 256)
 
 
 def weight_words(n_sets: int, n_in: int) -> int:
@@ -138,11 +138,11 @@ def initial_weights(n_sets: int, n_in: int, n_mix: int, revision: int, bias: int
     """Flat int32 weights: every input the revision's ``1 / initial`` but the bias (input ``bias``) 0;
     the final mixer 1/n_mix each; no uses."""
     flat = np.zeros(weight_words(n_sets, n_in), dtype=np.int32)
-    rows = flat[: n_sets * n_in].reshape(n_sets, n_in)
-    first = (1 << 16) // REVISIONS[revision].initial
-    rows[:] = first
+    final, uses = n_sets * n_in, n_sets * n_in + 256 * N_MIXERS
+    rows = flat[:final].reshape(n_sets, n_in)
+    rows[:] = (1 << 16) // REVISIONS[revision].initial
     rows[:, bias] = 0
-    flat[n_sets * n_in : n_sets * n_in + 256 * N_MIXERS] = (1 << 16) // n_mix
+    flat[final:uses] = (1 << 16) // n_mix
     return flat
 
 
