@@ -47,23 +47,32 @@ GOLDEN_EMPTY = bytes.fromhex(
     "02"  # format version
     "01"  # arithmetic version
     "0f"  # model record length
-    "01" "0004" "03" "0e10" "0904" "05" "ffefffff03" "c1"  # model record: cm (id 1), component set with
+    "01" "0004" "03" "0e10" "0904" "05" "d5efffff1f" "c1"  # model record: cm (id 1), component set with
     #       a model revision: revision 3 (the mixers' rates per weight set; the APMs' training of both
     #       buckets and the match model's length input of revision 2), table_bits, hist_bits, 9 mixers,
-    #       4 APMs, 5 bytes of mask of context kinds (0-11, 13-33), byte-distribution source 1 with
-    #       bits 7-6 set (11): the record detector's revision 2 (it finds no short record in text, and
-    #       finds the rows of 8-bit images); bit 5 clear: no byte histories (an input under 512 KiB has none)
-    "aaf228bd"  # header CRC32
+    #       4 APMs, 5 bytes of mask of context kinds (0, 2, 4, 6-11, 13-36), byte-distribution source 1
+    #       with bits 7-6 set (11): the record detector's revision 2 (it finds no short record in text,
+    #       and finds the rows of 8-bit images); bit 5 clear: no byte histories (an input under 512 KiB
+    #       has none)
+    "a78968fd"  # header CRC32
     "00"  # end block
     "00"  # original length 0
     "00000000"  # CRC32 of no data
 )
 #: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 23 bytes
 GOLDEN_TEXT = bytes.fromhex(
-    "89534d580201" "0f" "01000403" "0e100904" "05" "ffefffff03" "c1" "aaf228bd"  # header, as above
+    "89534d580201" "0f" "01000403" "0e100904" "05" "d5efffff1f" "c1" "a78968fd"  # header, as above
     "01" "cc03" "17" "59" "5877534f"  # modelled block: raw length 460, payload 23, check, CRC32
-    "87334d7799381669aa922954ab1c74fc1a3d87c58b12aa"  # the range coder's code word
+    "87334d7799381669aa92798850202b859fc8eb33c362ca"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same, written by level 2 with orders 3, 5 and 6 where letters, word opener and markup name
+#: are now (kinds 0-11, 13-33): it must decode as it did.
+GOLDEN_EMPTY_ORDERS_3_5_6 = bytes.fromhex(
+    "89534d5802010f01000403" "0e10090405ffefffff03c1" "aaf228bd" "00" "00" "00000000")
+GOLDEN_TEXT_ORDERS_3_5_6 = bytes.fromhex(
+    "89534d5802010f01000403" "0e10090405ffefffff03c1" "aaf228bd" "01cc0317595877534f"
+    "87334d7799381669aa922954ab1c74fc1a3d87c58b12aa" "00cc035877534f"
 )
 #: The same, written by level 2 with model revision 2: it must decode as it did.
 GOLDEN_EMPTY_MODEL_REVISION_2 = bytes.fromhex(
@@ -1161,6 +1170,12 @@ def test_golden_streams_of_the_first_level_2_still_decode():
     assert statemix.decompress(GOLDEN_TEXT_10_CONTEXTS) == GOLDEN_INPUT
 
 
+def test_golden_streams_of_levels_2_and_3_with_orders_3_5_6_still_decode():
+    assert statemix.decompress(GOLDEN_EMPTY_ORDERS_3_5_6) == b""
+    assert statemix.decompress(GOLDEN_TEXT_ORDERS_3_5_6) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_ORDERS_3_5_6) == GOLDEN_INPUT
+
+
 def test_golden_streams_of_levels_2_and_3_with_model_revision_2_still_decode():
     assert statemix.decompress(GOLDEN_EMPTY_MODEL_REVISION_2) == b""
     assert statemix.decompress(GOLDEN_TEXT_MODEL_REVISION_2) == GOLDEN_INPUT
@@ -1228,10 +1243,15 @@ GOLDEN_TEXT_LEVEL1_ONE_MIXER = bytes.fromhex(
 #: the SSM with the count models (02); no byte histories (bit 5 of the last byte clear: an input under
 #: 512 KiB has none)
 GOLDEN_TEXT_LEVEL3 = bytes.fromhex(
-    "89534d5802010f01000403" "0e10090405ffefffff03c2" "10a32124"  # header: level 3 model record, CRC32
+    "89534d5802010f01000403" "0e10090405d5efffff1fc2" "1dd86164"  # header: level 3 model record, CRC32
     "01" "cc03" "17" "59" "5877534f"  # modelled block: raw length 460, payload 23, check, CRC32
-    "8733b8f931e62b23ff9a5fa105f13a5ddc1383679573ee"  # the range coder's code word
+    "8733b8f931e62b23ff9ab29e26c4d9aa0c44ef3b54a85f"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same with orders 3, 5 and 6 where letters, word opener and markup name are now: it must decode as it did.
+GOLDEN_TEXT_LEVEL3_ORDERS_3_5_6 = bytes.fromhex(
+    "89534d5802010f01000403" "0e10090405ffefffff03c2" "10a32124" "01cc0317595877534f"
+    "8733b8f931e62b23ff9a5fa105f13a5ddc1383679573ee" "00cc035877534f"
 )
 #: The same with model revision 2: it must decode as it did.
 GOLDEN_TEXT_LEVEL3_MODEL_REVISION_2 = bytes.fromhex(

@@ -11,6 +11,7 @@ import statemix
 from statemix._jit import kernel
 from statemix.models import cm
 from statemix.models.bit import byte_history as bh
+from statemix.models.bit import contexts
 from statemix.models.bit.byte_history import byte_history_input, byte_history_train, byte_history_update
 from statemix.models.bit.tables import lookup_tables
 
@@ -108,8 +109,11 @@ def test_record_carries_byte_histories_and_only_text_contexts_get_them():
     level3 = cm.config_for_level(3, 1 << 20)
     assert level3.byte_histories and cm.config_for_level(2, 1 << 20).byte_histories
     assert not cm.config_for_level(1, 1 << 20).byte_histories
-    text_contexts = sum(kind < 21 for kind in level3.context_kinds)
+    text_contexts = sum(not contexts.can_idle(kind) for kind in level3.context_kinds)
     assert level3.byte_history_inputs == text_contexts
+    # the first contexts get them: the text contexts come first, kinds 34-36 among them
+    assert not any(map(contexts.can_idle, level3.context_kinds[:text_contexts]))
+    assert {34, 35, 36} <= set(level3.context_kinds[:text_contexts])
     assert cm.Config.from_bytes(level3.to_bytes()) == level3
     without = cm.Config(**{**level3.__dict__, "byte_histories": False})
     assert cm.Config.from_bytes(without.to_bytes()) == without

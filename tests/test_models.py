@@ -48,7 +48,7 @@ def test_memory_limit():
 @pytest.mark.parametrize("model,level,hint,words", [
     ("cm", 2, None, "cm level 2 (33 contexts of 16 MiB, 8 of them record contexts of 2 MiB, 3 of them 8-bit image "
                     "contexts of 1 MiB, 2 of them x86 instruction contexts of 2 MiB, 4 of them small text contexts of "
-                    "4 MiB: order 2, order 3,"),
+                    "4 MiB: order 2, order 4,"),
     ("cm", 1, 5000, "cm level 1 (5 contexts of"),
     ("cm", 3, None, "cm level 3 ("),
     ("ssm", 1, None, "ssm level 1 (count models only"),
@@ -209,7 +209,8 @@ def test_cm_model_revision_record():
     for bad in (bytes([0, 4, 0, 20, 22, 2, 1, 4]) + mask + b"\0",  # revision 0 is written 00 02
                 bytes([0, 4, 1, 20, 22, 2, 1, 5]) + mask + b"\0\0",  # a mask longer than its kinds need
                 bytes([0, 4, 1, 20, 22, 2, 1, 3]) + mask[:3] + b"\0", bytes([0, 4, 1, 20, 22, 2, 1, 4]) + mask,
-                bytes([0, 4, 1, 20, 22, 2, 1, 5]) + (1 << 34).to_bytes(5, "little") + b"\0", bytes([0, 4, 1])):
+                bytes([0, 4, 1, 20, 22, 2, 1, 5]) + (1 << len(contexts.NAMES)).to_bytes(5, "little") + b"\0",  # unknown kind
+                bytes([0, 4, 1])):
         with pytest.raises(StatemixError, match="corrupt stream"):
             build_model(ModelSpec(cm.MODEL_ID, bad))
     data = text_sample(5000, seed=9)

@@ -40,15 +40,23 @@ low bits, ``c1`` = the last byte; words and the other text state: :mod:`.text`):
     31  gray vertical     the column's slope 2 N - NN, and W              37
     32  x86 instruction   the instruction decoder's place (:mod:`.instructions`)  41
     33  x86 opcodes       the last two opcodes, the place and c1          42
+    34  letters           the last 6 letters (text LETTERS: what lies     50
+                          between them skipped)
+    35  word opener       in a word, the word and the byte before it;     52
+                          between words, the last word and c2 c1          51
+    36  markup name       the name of the construct opened last (text     54
+                          NAME) and, in a word, the word; between words,  55
+                          the last word and c1
 
 The record contexts (21-28) include the record length ``w`` in their hash; without a record
 (``w`` = 0) they are idle: the model gives them no input and trains nothing of theirs (text has no
 record, and their constant contexts there cost 0.2% on enwik8).  The 8-bit image contexts (29-31)
 are idle likewise unless :mod:`.record` finds an 8-bit image, and the x86 instruction contexts
-(32, 33) outside blocks coded as x86 code.  Kinds 21-31 are the structure contexts; their regions,
-the instruction contexts' and those of the small text contexts (:data:`SMALL_TEXT_KINDS`: word trio,
-column, sparse 2, line start) are smaller (see cm).  Kinds from 32 on need the wider component record
-(see cm.Config).
+(32, 33) outside blocks coded as x86 code.  Kinds 34-36 are text contexts again (never idle): a
+model puts its text contexts first, whatever their ids (cm.Config.context_kinds).  Kinds 21-31 are
+the structure contexts; their regions, the instruction contexts' and those of the small text
+contexts (:data:`SMALL_TEXT_KINDS`: word trio, column, sparse 2, line start) are smaller (see cm).
+Kinds from 32 on need the wider component record (see cm.Config).
 
 A model's component list names the kinds it uses, in order; the k-th listed context owns region k
 of the bit-history table (``2**table_bits`` bytes each) and state map k.  At each nibble boundary the
@@ -76,7 +84,8 @@ NAMES = ("order 2", "order 3", "order 4", "order 6", "word", "order 5", "word pa
          "order 1 history", "word trio", "skip word", "above", "column", "indirect 1", "indirect 2", "markup",
          "classes", "word and classes", "sparse 2", "line start", "record above", "record rows",
          "record neighbours", "record column", "image", "image rows", "pixels",
-         "pixels wide", "gray gradient", "gray above", "gray vertical", "x86 instruction", "x86 opcodes")
+         "pixels wide", "gray gradient", "gray above", "gray vertical", "x86 instruction", "x86 opcodes",
+         "letters", "word opener", "markup name")
 IDS = {name: kind for kind, name in enumerate(NAMES)}
 #: kinds whose regions are a quarter of the others' (see cm.Config.region_bits): the four text
 #: contexts that joined levels 2 and 3 last (issue 12; no earlier preset used them), which gain
@@ -84,7 +93,7 @@ IDS = {name: kind for kind, name in enumerate(NAMES)}
 SMALL_TEXT_KINDS = (10, 13, 19, 20)
 #: each kind's order, the bytes before the current one it spans, where it is one (else 0): the longest
 #: of them with history selects mixer weights (:mod:`.mixer`)
-ORDERS = (2, 3, 4, 6, 0, 5, 0, 0, 8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) + (0,) * image.N_GRAY_KINDS + (0, 0)
+ORDERS = (2, 3, 4, 6, 0, 5, 0, 0, 8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) + (0,) * image.N_GRAY_KINDS + (0, 0) + (0, 0, 0)
 
 
 @kernel(inline=True)
@@ -95,6 +104,8 @@ def context_hash(kind, c4, c8, st, t0, r0, i0, aux, hist, hist_mask, pos):
     (:mod:`.record`); ``st[i0]``: the x86 instruction state (:mod:`.instructions`); ``hist``,
     ``hist_mask``, ``pos``: the history ring and the position of the next byte.
     """
+    if kind >= 34:
+        return _word_state_hash(kind, c4, st, t0)
     if kind < 10:
         if kind == 0:
             return mix_hash(c4 & 0xFFFF, 2 << 40)
@@ -154,6 +165,21 @@ def context_hash(kind, c4, c8, st, t0, r0, i0, aux, hist, hist_mask, pos):
     if kind == 18:
         return mix_hash(wrapping_add(st[t0 + text.WORD0], st[t0 + text.CLASSES] & 63), 21 << 40)
     return mix_hash(c4 & 0xFF00FF, 22 << 40)
+
+
+@kernel(inline=True)
+def _word_state_hash(kind, c4, st, t0):
+    """The contexts of the text state's LETTERS, OPENER and NAME words (kinds 34-36)."""
+    word = st[t0 + text.WORD0]
+    if kind == 34:
+        return mix_hash(st[t0 + text.LETTERS], 50 << 40)
+    if kind == 35:
+        if word == 0:
+            return mix_hash(wrapping_add(st[t0 + text.WORD1], c4 & 0xFFFF), 51 << 40)
+        return mix_hash(wrapping_add(word, st[t0 + text.OPENER]), 52 << 40)
+    if word == 0:
+        return mix_hash(wrapping_add(st[t0 + text.NAME], wrapping_add(st[t0 + text.WORD1], c4 & 0xFF)), 55 << 40)
+    return mix_hash(wrapping_add(st[t0 + text.NAME], word), 54 << 40)
 
 
 def can_idle(kind: int) -> bool:

@@ -13,6 +13,16 @@ from ``t0`` and in one int32 array ``aux`` (the indirect tables)::
     CLASSES       the character classes of the last 8 bytes, 3 bits each, most recent in the low bits
                   (0 other, 1 space or control, 2 lowercase, 3 uppercase, 4 digit, 5 punctuation,
                   6 markup: < > & ; [ ] { } | =, 7 bytes >= 128)
+    LETTERS       the last 6 letters, case-folded, whatever came between them: 5 bits each (a = 1),
+                  the most recent in the low bits
+    OPENER        the byte before the current word's first letter (or the last word's)
+    NAME          the hash of the name of the markup construct opened last: the opener (``<``, a
+                  ``[`` or ``{`` after another, or the ``;`` of an escaped ``&lt;``) and the letters
+                  right after it, case-folded (a ``/`` right after ``<`` or ``;`` skipped), so
+                  ``<text``, ``{{cite``, ``[[Category``, and ``&lt;ref`` as ``&lt;/ref``; it stays
+                  until the next construct opens
+    NAMING        1 while the name is being read (from the opener to the first byte that is not a
+                  letter), else 0
     aux[0:256]        for each byte b, the last two bytes that followed b (16 bits, the newer low)
     aux[256:65792]    the same for each pair of bytes (order-2 indirect)
 """
@@ -23,8 +33,8 @@ from __future__ import annotations
 from ..._jit import kernel
 from .hashing import mix_hash
 
-WORD0, WORD1, WORD2, WORD3, LINE, ABOVE, MARKUP, CLASSES = range(8)
-TEXT_SIZE = 8
+WORD0, WORD1, WORD2, WORD3, LINE, ABOVE, MARKUP, CLASSES, LETTERS, OPENER, NAME, NAMING = range(12)
+TEXT_SIZE = 12
 AUX_SIZE = 256 + 65536
 
 
@@ -82,13 +92,25 @@ def text_update(st, t0, aux, pos, byte, c1, c2):
     """Advance the text state after ``byte`` (at history position ``pos - 1``; ``c1``, ``c2``: the two
     bytes before it)."""
     letter = byte | 32
-    if 97 <= letter <= 122:
+    is_letter = 97 <= letter <= 122
+    if is_letter:
+        if st[t0 + WORD0] == 0:
+            st[t0 + OPENER] = c1
+        st[t0 + LETTERS] = ((st[t0 + LETTERS] << 5) | (letter - 96)) & 0x3FFFFFFF
+        if st[t0 + NAMING]:
+            st[t0 + NAME] = mix_hash(st[t0 + NAME], letter)
         st[t0 + WORD0] = mix_hash(st[t0 + WORD0], letter)
     elif st[t0 + WORD0] != 0:
         st[t0 + WORD3] = st[t0 + WORD2]
         st[t0 + WORD2] = st[t0 + WORD1]
         st[t0 + WORD1] = st[t0 + WORD0]
         st[t0 + WORD0] = 0
+    escaped_lt = byte == 59 and c1 == 116 and c2 == 108  # the end of "&lt;" (at least of "lt;")
+    if byte == 60 or (byte == 123 and c1 == 123) or (byte == 91 and c1 == 91) or escaped_lt:
+        st[t0 + NAMING] = 1
+        st[t0 + NAME] = byte
+    elif st[t0 + NAMING] and not is_letter and not (byte == 47 and (c1 == 60 or c1 == 59)):
+        st[t0 + NAMING] = 0
     if byte == 10:
         st[t0 + ABOVE] = st[t0 + LINE]
         st[t0 + LINE] = pos

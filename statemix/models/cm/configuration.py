@@ -97,7 +97,12 @@ class Config:
 
     @property
     def context_kinds(self) -> tuple:
-        return tuple(range(self.contexts)) if self.kinds is None else tuple(self.kinds)
+        """The contexts in the model's order, k-th context owning region k and state map k: the text
+        contexts first, then those that can be idle (each group in id order; before kinds 34-36 that
+        was plain id order)."""
+        if self.kinds is None:
+            return tuple(range(self.contexts))
+        return tuple(sorted(self.kinds, key=lambda kind: (contexts.can_idle(kind), kind)))
 
     @property
     def has_records(self) -> bool:
@@ -110,7 +115,7 @@ class Config:
 
     @property
     def byte_history_inputs(self) -> int:
-        """How many contexts have byte histories: the text contexts, which come first in id order
+        """How many contexts have byte histories: the text contexts, which come first (context_kinds)
         (the structure and x86 contexts, idle on text, have none)."""
         if not self.byte_histories:
             return 0

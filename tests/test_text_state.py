@@ -1,0 +1,118 @@
+"""The text state's LETTERS, OPENER and NAME words (.bit.text) against a plain Python reference, and
+the three contexts built on them (.bit.contexts kinds 34-36)."""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+
+from statemix._jit import kernel
+from statemix.models.bit import contexts, text
+from statemix.models.bit.contexts import context_hash
+
+from test_hashing import reference_mix_hash
+
+
+@kernel
+def _text_states(data, st, aux, out):
+    """The text state ``st`` after each byte of ``data`` (one row of TEXT_SIZE words per byte)."""
+    c1 = c2 = np.int64(0)
+    for i in range(data.shape[0]):
+        byte = np.int64(data[i])
+        text.text_update(st, 0, aux, i + 1, byte, c1, c2)
+        c2, c1 = c1, byte
+        for k in range(st.shape[0]):
+            out[i, k] = st[k]
+
+
+def reference_text_words(data: bytes) -> list[tuple[int, int, int]]:
+    """(LETTERS, OPENER, NAME) after each byte, from the module docstring's definitions."""
+    letters = opener = name = 0
+    naming = in_word = False
+    out = []
+    for i, byte in enumerate(data):
+        c1 = data[i - 1] if i >= 1 else 0
+        c2 = data[i - 2] if i >= 2 else 0
+        folded = byte | 32
+        letter = ord("a") <= folded <= ord("z")
+        if letter:
+            if not in_word:
+                opener = c1
+            letters = ((letters << 5) | (folded - 96)) & 0x3FFFFFFF
+            if naming:
+                name = reference_mix_hash(name, folded)
+        in_word = letter
+        opens = (byte == ord("<") or (byte in b"[{" and c1 == byte)
+                 or (byte == ord(";") and c1 == ord("t") and c2 == ord("l")))
+        if opens:
+            naming, name = True, byte
+        elif naming and not letter and not (byte == ord("/") and c1 in b"<;"):
+            naming = False
+        out.append((letters, opener, name))
+    return out
+
+
+def test_letters_opener_and_name_match_the_reference():
+    rng = random.Random(5)
+    pieces = [b"<text xml:space=\"preserve\">", b"&lt;ref name=x&gt;", b"&lt;/ref&gt;", b"{{Cite web|url=a}}",
+              b"[[Category:Greek]]", b"'''Alpha''' beta, gamma. ", b"</page>", b"(see [[b]])", b"2006-03-04 ",
+              bytes(rng.randrange(256) for _ in range(40))]
+    data = b"".join(rng.choice(pieces) for _ in range(300))
+    assert text_words(data) == reference_text_words(data)
+
+
+def text_words(data: bytes) -> list[tuple[int, int, int]]:
+    """(LETTERS, OPENER, NAME) after each byte, from the kernel."""
+    out = np.zeros((len(data), text.TEXT_SIZE), dtype=np.int64)
+    st, aux = np.zeros(text.TEXT_SIZE, dtype=np.int64), np.zeros(text.AUX_SIZE, dtype=np.int32)
+    _text_states(np.frombuffer(data, dtype=np.uint8), st, aux, out)
+    return [(int(r[text.LETTERS]), int(r[text.OPENER]), int(r[text.NAME])) for r in out]
+
+
+def _name_after(data: bytes) -> int:
+    return text_words(data)[-1][2]
+
+
+def test_names_of_markup_constructs():
+    # an escaped tag and its closing tag share their name; the name outlives the construct
+    assert _name_after(b"x &lt;ref") == _name_after(b"x &lt;/ref") == _name_after(b"&lt;ref name=a&gt; some words")
+    assert _name_after(b"x &lt;ref") not in (0, _name_after(b"x &lt;"), _name_after(b"x &lt;re"))
+    assert _name_after(b"<Text") == _name_after(b"<text") != _name_after(b"&lt;text")
+    assert len({_name_after(b"{{cite"), _name_after(b"[[cite"), _name_after(b"<cite"), _name_after(b"{cite")}) == 4
+    assert text_words(b"big [[cat")[-1][1] == ord("[")  # the byte before the word
+
+
+@kernel
+def _hashes(kind, c4, words, st, aux, hist, out):
+    for i in range(words.shape[0]):
+        for k in range(st.shape[0]):
+            st[k] = words[i, k]
+        out[i] = context_hash(kind, c4[i], np.int64(0), st, 0, 0, 0, aux, hist, np.int64(15), np.int64(0))
+
+
+def test_the_text_state_contexts_read_their_words():
+    # each context's hash against its definition (.bit.contexts' table), inside a word and between words
+    words = np.zeros((2, text.TEXT_SIZE), dtype=np.int64)
+    words[:, text.WORD0] = (123456789, 0)
+    words[:, text.WORD1] = 987654321
+    words[:, text.LETTERS], words[:, text.OPENER], words[:, text.NAME] = 0x1234567, 91, 5555
+    c4 = np.array([0x61626364, 0x20616263], dtype=np.int64)
+    mask = (1 << 64) - 1
+
+    def add(a: int, b: int) -> int:
+        v = (a + b) & mask
+        return v - (1 << 64) if v >> 63 else v
+
+    expected = {
+        contexts.IDS["letters"]: [reference_mix_hash(0x1234567, 50 << 40)] * 2,
+        contexts.IDS["word opener"]: [reference_mix_hash(add(123456789, 91), 52 << 40),
+                                      reference_mix_hash(add(987654321, 0x6263), 51 << 40)],
+        contexts.IDS["markup name"]: [reference_mix_hash(add(5555, 123456789), 54 << 40),
+                                      reference_mix_hash(add(5555, add(987654321, 0x63)), 55 << 40)],
+    }
+    for kind, hashes in expected.items():
+        out = np.zeros(2, dtype=np.int64)
+        _hashes(kind, c4, words, np.zeros(text.TEXT_SIZE, dtype=np.int64), np.zeros(1, dtype=np.int32),
+                np.zeros(16, dtype=np.uint8), out)
+        assert out.tolist() == hashes, contexts.NAMES[kind]
