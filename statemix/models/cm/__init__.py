@@ -39,11 +39,12 @@ Input vector of the mixers (stretch units, width ``2 + n + 1 + r + b + s + l + 1
 
 with ``r = n`` for a record with a component list and ``r = min(n, 9)`` for the first (5-byte)
 records: there the tenth context's run input was overwritten by the bias, and that stays so;
-``b``: the text contexts (the first in the model's order) if the record has byte histories, else 0; ``s``:
-1 with a byte-distribution source, else 0; ``l``: 1 from model revision 2 (the match model's length
-input), else 0.  The contexts that can be idle (structure and x86, after the text contexts in the
-model's order, :attr:`.configuration.Config.context_kinds`) have their inputs at the very end,
-each one's context input then its run input (:meth:`.configuration.Config.input_layout`): while they are idle the mixers read only the
+``b``: the text contexts (the first in the model's order) if the record has byte histories, else
+0; ``s``: 1 with a byte-distribution source, else 0; ``l``: 1 from model revision 2 (the match
+model's length input), else 0.  The contexts that can be idle (structure and x86, after the text
+contexts in the model's order, :attr:`.configuration.Config.context_kinds`) have their inputs at
+the very end, each one's context input then its run input
+(:meth:`.configuration.Config.input_layout`): while they are idle the mixers read only the
 vector's prefix (their inputs are 0; on text that saves about 8% of level 2's time).  Where the inputs
 sit does not change the output (each has its own weights; the sums are of integers).
 
