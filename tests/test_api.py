@@ -47,24 +47,32 @@ GOLDEN_EMPTY = bytes.fromhex(
     "02"  # format version
     "01"  # arithmetic version
     "0f"  # model record length
-    "01" "0004" "03" "0e10" "0904" "05" "d5efffff1f" "c1"  # model record: cm (id 1), component set with
-    #       a model revision: revision 3 (the mixers' rates per weight set; the APMs' training of both
-    #       buckets and the match model's length input of revision 2), table_bits, hist_bits, 9 mixers,
-    #       4 APMs, 5 bytes of mask of context kinds (0, 2, 4, 6-11, 13-36), byte-distribution source 1
+    "01" "0004" "04" "0e10" "0905" "05" "d5efffff1f" "c1"  # model record: cm (id 1), component set with
+    #       a model revision: revision 4 (the final mixer's weight sets by word position, the APMs' share
+    #       of the coded probability; revision 3's mixer rates per weight set; revision 2's APM training
+    #       of both buckets and match length input), table_bits, hist_bits, 9 mixers, 5 APMs, 5 bytes of
+    #       mask of context kinds (0, 2, 4, 6-11, 13-36), byte-distribution source 1
     #       with bits 7-6 set (11): the record detector's revision 2 (it finds no short record in text,
     #       and finds the rows of 8-bit images); bit 5 clear: no byte histories (an input under 512 KiB
     #       has none)
-    "a78968fd"  # header CRC32
+    "b6605a45"  # header CRC32
     "00"  # end block
     "00"  # original length 0
     "00000000"  # CRC32 of no data
 )
 #: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 23 bytes
 GOLDEN_TEXT = bytes.fromhex(
-    "89534d580201" "0f" "01000403" "0e100904" "05" "d5efffff1f" "c1" "a78968fd"  # header, as above
+    "89534d580201" "0f" "01000404" "0e100905" "05" "d5efffff1f" "c1" "b6605a45"  # header, as above
     "01" "cc03" "17" "59" "5877534f"  # modelled block: raw length 460, payload 23, check, CRC32
-    "87334d7799381669aa92798850202b859fc8eb33c362ca"  # the range coder's code word
+    "87346b87e6ba0ff790ce79a356b66221c5293ebf648363"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same, written by level 2 with model revision 3 and 4 APMs: it must decode as it did.
+GOLDEN_EMPTY_MODEL_REVISION_3 = bytes.fromhex(
+    "89534d5802010f01000403" "0e10090405d5efffff1fc1" "a78968fd" "00" "00" "00000000")
+GOLDEN_TEXT_MODEL_REVISION_3 = bytes.fromhex(
+    "89534d5802010f01000403" "0e10090405d5efffff1fc1" "a78968fd" "01cc0317595877534f"
+    "87334d7799381669aa92798850202b859fc8eb33c362ca" "00cc035877534f"
 )
 #: The same, written by level 2 with orders 3, 5 and 6 where letters, word opener and markup name
 #: are now (kinds 0-11, 13-33): it must decode as it did.
@@ -1170,6 +1178,12 @@ def test_golden_streams_of_the_first_level_2_still_decode():
     assert statemix.decompress(GOLDEN_TEXT_10_CONTEXTS) == GOLDEN_INPUT
 
 
+def test_golden_streams_of_levels_2_and_3_with_model_revision_3_still_decode():
+    assert statemix.decompress(GOLDEN_EMPTY_MODEL_REVISION_3) == b""
+    assert statemix.decompress(GOLDEN_TEXT_MODEL_REVISION_3) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_MODEL_REVISION_3) == GOLDEN_INPUT
+
+
 def test_golden_streams_of_levels_2_and_3_with_orders_3_5_6_still_decode():
     assert statemix.decompress(GOLDEN_EMPTY_ORDERS_3_5_6) == b""
     assert statemix.decompress(GOLDEN_TEXT_ORDERS_3_5_6) == GOLDEN_INPUT
@@ -1243,10 +1257,15 @@ GOLDEN_TEXT_LEVEL1_ONE_MIXER = bytes.fromhex(
 #: the SSM with the count models (02); no byte histories (bit 5 of the last byte clear: an input under
 #: 512 KiB has none)
 GOLDEN_TEXT_LEVEL3 = bytes.fromhex(
-    "89534d5802010f01000403" "0e10090405d5efffff1fc2" "1dd86164"  # header: level 3 model record, CRC32
+    "89534d5802010f01000404" "0e10090505d5efffff1fc2" "0c3153dc"  # header: level 3 model record, CRC32
     "01" "cc03" "17" "59" "5877534f"  # modelled block: raw length 460, payload 23, check, CRC32
-    "8733b8f931e62b23ff9ab29e26c4d9aa0c44ef3b54a85f"  # the range coder's code word
+    "8734d548c315b43edb6dc1cc80fe2b334255c59bcfbafb"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same with model revision 3 and 4 APMs: it must decode as it did.
+GOLDEN_TEXT_LEVEL3_MODEL_REVISION_3 = bytes.fromhex(
+    "89534d5802010f01000403" "0e10090405d5efffff1fc2" "1dd86164" "01cc0317595877534f"
+    "8733b8f931e62b23ff9ab29e26c4d9aa0c44ef3b54a85f" "00cc035877534f"
 )
 #: The same with orders 3, 5 and 6 where letters, word opener and markup name are now: it must decode as it did.
 GOLDEN_TEXT_LEVEL3_ORDERS_3_5_6 = bytes.fromhex(

@@ -1,7 +1,8 @@
-"""Model revisions 2 and 3's pieces and the ninth mixer's selector against plain Python references: the
-APMs' training of both buckets (.bit.sse), the match model's length input (.bit.match), the word
-position and the mixers' training, with revision 3's rate per weight set (.bit.mixer); and the
-mixers' weight sets against the rows allocated for them."""
+"""Model revisions 2 to 4's pieces and the ninth mixer's selector against plain Python references: the
+APMs' training of both buckets and the fifth APM's key (.bit.sse), the match model's length input
+(.bit.match), the word position and the mixers' training, with revision 3's rate per weight set
+(.bit.mixer); and the mixers' weight sets, revision 4's final sets among them, against the rows
+allocated for them."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from statemix._jit import kernel
 from statemix.models.bit import match, mixer
 from statemix.models.bit.match import match_strength
 from statemix.models.bit.mixer import word_position
+from statemix.models.bit import sse
 from statemix.models.bit.sse import APM_RATE, BUCKETS, N_APMS, apm_predict, apm_update
 from statemix.models.bit.tables import lookup_tables
 from statemix.models.bit.text import char_class
@@ -23,7 +25,7 @@ from statemix.models.bit.text import char_class
 def _apm_steps(apm, st, lut, p_mixes, c0s, c1s, bits, two_buckets, out):
     """One APM (keyed by c1 and c0) over a sequence of bits: each bit's prediction into ``out``."""
     for i in range(p_mixes.shape[0]):
-        out[i] = apm_predict(apm, st, 0, 1, p_mixes[i], c0s[i], c1s[i], c1s[i], -1, -1, lut)
+        out[i] = apm_predict(apm, st, 0, 1, p_mixes[i], c0s[i], c1s[i], c1s[i], -1, -1, 0, 0, lut)
         apm_update(apm, st, 0, 1, bits[i], lut, two_buckets)
 
 
@@ -73,18 +75,46 @@ def test_apm_training_matches_the_reference(two_buckets):
     assert out.tolist() == reference_apm(lut, p_mixes, c0s, c1s, bits, two_buckets)
 
 
+def test_the_fifth_apm_is_keyed_by_the_word_pair_and_c0_within_its_rows():
+    # the fifth APM's rows follow the fourth's, before a record model's rows; the same word pair gives
+    # one row per c0 (no two c0 share one), another word pair mostly others
+    lut = lookup_tables()
+    apm = sse.initial_apm(N_APMS, records=True)
+    st = np.zeros(2 * N_APMS, dtype=np.int64)
+    rng = random.Random(5)
+    words = [(rng.getrandbits(63) - (1 << 62), rng.getrandbits(63) - (1 << 62)) for _ in range(200)]
+    rows_of = {}
+    for word0, word1 in words:
+        for c0 in range(1, 256):
+            apm_predict.py_func(apm, st, 0, N_APMS, 30000, c0, 97, 0x61626364, -1, -1, word0, word1, lut)
+            row = (int(st[N_APMS - 1]) - (int(st[2 * N_APMS - 1]) >> 11)) // BUCKETS
+            assert 4 * 65536 + 256 <= row < 5 * 65536 + 256 == sse.rows(N_APMS)
+            rows_of.setdefault((word0, word1), set()).add(row)
+    assert all(len(rows) == 255 for rows in rows_of.values())
+    assert len(set.union(*rows_of.values())) > 0.5 * 200 * 255
+
+
+@pytest.mark.parametrize("revision", [3, 4])
+def test_the_coded_probability_weighs_the_mixer_and_the_apms_by_revision(revision):
+    share = 2 if revision < 4 else 1  # sixteenths of p_mix
+    for p_mix, p_apms in ((100, [65000, 120, 7, 40000, 3]), (65000, [1, 2, 3, 4, 5]), (32768, [32768] * 5)):
+        for n in (1, 4, 5):
+            total = sum(p_apms[:n])
+            expected = (share * p_mix + (16 - share) * total // n) >> 4
+            assert sse.coded_probability.py_func(p_mix, total, n, revision) == expected
+
+
 @kernel
-def _mixer_steps(weights, st, lut, inputs, chosen, bits, n_sets, out):
-    """Two mixers and the final one over a sequence of bits: mixer m uses weight set ``chosen[i, m]``;
-    each bit's p_mix into ``out``."""
+def _mixer_steps(weights, st, lut, inputs, chosen, bits, final, uses, out):
+    """Two mixers and the final one over a sequence of bits: mixer m uses weight set ``chosen[i, m]``,
+    the final mixer the one at index ``final``, the uses start at ``uses``; each bit's p_mix into ``out``."""
     n_in = inputs.shape[1]
-    final = n_sets * n_in  # the final mixer's one weight set (c0 = 0)
     for i in range(bits.shape[0]):
         for m in range(2):
             mixer._choose(st, 0, m, n_in, chosen[i, m])
-        out[i] = mixer.mixer_predict(weights, inputs[i], n_in, st, 0, 2, final, lut)
-        mixer.mixer_update(weights, inputs[i], n_in, st, 0, 2, final, final + 256 * mixer.N_MIXERS, out[i], bits[i],
-                           i // 8)
+        st[mixer.FINAL], st[mixer.USES] = final, uses
+        out[i] = mixer.mixer_predict(weights, inputs[i], n_in, st, 0, 2, lut)
+        mixer.mixer_update(weights, inputs[i], n_in, st, 0, 2, out[i], bits[i], i // 8)
 
 
 def reference_mixers(lut, revision, n_sets, inputs, chosen, bits):
@@ -122,7 +152,7 @@ def reference_mixers(lut, revision, n_sets, inputs, chosen, bits):
     return out, uses
 
 
-@pytest.mark.parametrize("revision", [2, 3])
+@pytest.mark.parametrize("revision", [2, 3, 4])
 def test_mixer_training_matches_the_reference(revision):
     # weight sets used often and rarely (set 0 by one mixer at every bit, the others now and then),
     # inputs of both signs and the bias; long enough for revision 3's boost to fade on set 0
@@ -136,12 +166,15 @@ def test_mixer_training_matches_the_reference(revision):
     st = np.zeros(mixer.STATE_SIZE, dtype=np.int64)
     mixer.set_rates(st, 0, revision)
     out = np.zeros(n, dtype=np.int64)
+    final = n_sets * n_in + 5 * mixer.N_MIXERS  # the final mixer's weight set for c0 = 5 (of group 0)
+    uses_at = n_sets * n_in + mixer.REVISIONS[revision].final_groups * 256 * mixer.N_MIXERS
+    assert len(weights) == uses_at + n_sets
     _mixer_steps(weights, st, lut, np.array(inputs, dtype=np.int64), np.array(chosen, dtype=np.int64),
-                 np.array(bits, dtype=np.int64), n_sets, out)
+                 np.array(bits, dtype=np.int64), final, uses_at, out)
     expected, uses = reference_mixers(lut, revision, n_sets, inputs, chosen, bits)
     assert out.tolist() == expected
     # the uses are counted only where the revision boosts by them
-    assert weights[n_sets * n_in + 256 * mixer.N_MIXERS:].tolist() == (uses if revision >= 3 else [0] * n_sets)
+    assert weights[uses_at:].tolist() == (uses if revision >= 3 else [0] * n_sets)
     assert (max(uses) > 1000) == (revision >= 3)
 
 
@@ -189,22 +222,36 @@ def test_word_position_counts_the_letters_of_the_word_or_names_the_class_between
     assert out.tolist() == expected == [9, 2, 4, 1, 7, 4, 15, 0, 12]
 
 
+@pytest.mark.parametrize("revision", [3, 4])
 @pytest.mark.parametrize("n_mix", range(1, mixer.N_MIXERS + 1))
-def test_every_weight_set_a_mixer_selects_is_allocated(n_mix):
+def test_every_weight_set_a_mixer_selects_is_allocated(n_mix, revision):
     # the model allocates mixer.sets(contexts, mixers) rows (the rows of the mixers it uses); a row
-    # beyond them would read the final mixer's weights, or past the array (numba checks no bounds)
+    # beyond them would read the final mixer's weights, or past the array (numba checks no bounds);
+    # then the final mixer's sets (by c0, from revision 4 by half the word position too) and the uses
     n_ctx, n_in = 33, 92
+    n_sets = mixer.sets.py_func(n_ctx, n_mix)
+    groups = mixer.REVISIONS[revision].final_groups
     st = np.zeros(mixer.STATE_SIZE, dtype=np.int64)
-    highest = 0
+    mixer.set_rates(st, 0, revision)
+    highest, finals = 0, set()
     for c1 in range(256):
         for match_state, expected, length in ((0, -1, 0), (2, 255, 1000)):
             for window in (-1, 1023):
                 for c0, bit in ((1, 0), (255, 7)):
-                    for markup, classes in ((0, 0), (15, 0o22222222), (15, (1 << 24) - 1)):
+                    for markup, classes in ((0, 0), (15, 0o2), (3, 0o222), (15, 0o22222), (15, 0o22222222),
+                                            (15, (1 << 24) - 1)):
                         mixer.mixer_select.py_func(st, 0, n_in, n_ctx, n_mix, match_state, expected, length, c0, c1,
                                                    255, n_ctx, 8, bit, markup, classes, window)
                         highest = max(highest, max(int(st[m]) for m in range(n_mix)))
+                        group = word_position.py_func(classes, c1) >> 1 if groups > 1 else 0
+                        assert st[mixer.FINAL] == n_sets * n_in + (group * 256 + c0) * mixer.N_MIXERS
+                        assert st[mixer.USES] == n_sets * n_in + groups * 256 * mixer.N_MIXERS
+                        finals.add(int(st[mixer.FINAL]))
     assert highest % n_in == 0
-    assert highest // n_in < mixer.sets.py_func(n_ctx, n_mix)
+    assert highest // n_in < n_sets
     # and none more (with one mixer, mixer 1's rows are allocated too: they come before any other's)
-    assert highest // n_in == mixer.sets.py_func(n_ctx, n_mix) - 1 or n_mix == 1
+    assert highest // n_in == n_sets - 1 or n_mix == 1
+    # revision 4's final mixer has a group per half word position: all 8 seen here (4 letters' counts
+    # and 4 class pairs between words), each with c0 = 1 and 255
+    assert len(finals) == (16 if groups > 1 else 2)
+    assert mixer.weight_words(n_sets, n_in, revision) == n_sets * (n_in + 1) + groups * 256 * mixer.N_MIXERS

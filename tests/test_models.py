@@ -38,7 +38,7 @@ def test_memory_limit():
     spec = spec_for_level(3)
     need = memory_needed(spec)
     assert need == cm.Config.from_bytes(spec.parameters).memory_bytes() > 400 << 20
-    with pytest.raises(StatemixError, match=r"^this stream's model needs 1,238 MiB of memory, more than the "
+    with pytest.raises(StatemixError, match=r"^this stream's model needs 1,246 MiB of memory, more than the "
                                             r"limit of 300 MiB \(raise it with --memory\)$"):
         build_model(spec, memory_limit=300 << 20)
     build_model(spec_for_level(1, 1000), memory_limit=need)
@@ -60,7 +60,7 @@ def test_describe_names_the_preset(model, level, hint, words):
 
 
 def test_cm_description_lists_every_component_but_the_counters_and_apms():
-    for level, last in ((2, "x86 opcodes, match, byte histories, byte distribution (count models), 9 mixers, 4 APMs"),
+    for level, last in ((2, "x86 opcodes, match, byte histories, byte distribution (count models), 9 mixers, 5 APMs"),
                         (3, "match, byte histories, byte distribution (SSM and count models), 9 mixers")):
         assert last in spec_for_level(level).describe()
 
@@ -204,8 +204,9 @@ def test_cm_model_revision_record():
     assert dataclasses.replace(revised, revision=0).to_bytes()[:2] == b"\0\2"  # revision 0 keeps its records
     with pytest.raises(ValueError, match="needs a component set"):
         cm.Config(20, 22, 3, 2, 1, revision=1)
-    with pytest.raises(StatemixError, match="revision 4 unknown.*newer statemix"):
-        build_model(ModelSpec(cm.MODEL_ID, bytes([0, 4, 4, 20, 22, 2, 1, 4]) + mask + b"\0"))
+    unknown = len(mixer.REVISIONS)  # the first revision this build does not know
+    with pytest.raises(StatemixError, match=f"revision {unknown} unknown.*newer statemix"):
+        build_model(ModelSpec(cm.MODEL_ID, bytes([0, 4, unknown, 20, 22, 2, 1, 4]) + mask + b"\0"))
     for bad in (bytes([0, 4, 0, 20, 22, 2, 1, 4]) + mask + b"\0",  # revision 0 is written 00 02
                 bytes([0, 4, 1, 20, 22, 2, 1, 5]) + mask + b"\0\0",  # a mask longer than its kinds need
                 bytes([0, 4, 1, 20, 22, 2, 1, 3]) + mask[:3] + b"\0", bytes([0, 4, 1, 20, 22, 2, 1, 4]) + mask,
@@ -226,6 +227,19 @@ def test_cm_model_revision_record():
     assert cm.Config.from_bytes(third.to_bytes()) == third and third.inputs == second.inputs
     third_coded = cm.Model(third).encode(data, len(data))
     assert third_coded != recoded and cm.Model(third).decode(third_coded, len(data)) == data
+    fourth = dataclasses.replace(revised, revision=4)  # the final mixer's sets by word, the APMs' share
+    assert cm.Config.from_bytes(fourth.to_bytes()) == fourth and fourth.inputs == third.inputs
+    assert fourth.memory_bytes() == third.memory_bytes() + 7 * 256 * 9 * 4  # 7 more groups of final sets
+    fourth_coded = cm.Model(fourth).encode(data, len(data))
+    assert fourth_coded != third_coded and cm.Model(fourth).decode(fourth_coded, len(data)) == data
+    four_apms, five_apms = (dataclasses.replace(fourth, apms=n) for n in (4, 5))  # the fifth: the word pair's
+    assert cm.Config.from_bytes(five_apms.to_bytes()) == five_apms
+    with pytest.raises(StatemixError, match="corrupt stream"):  # a fifth APM before revision 4
+        build_model(ModelSpec(cm.MODEL_ID, dataclasses.replace(five_apms, revision=3).to_bytes()))
+    assert five_apms.memory_bytes() == four_apms.memory_bytes() + 65536 * 33 * 4
+    fifth_coded = cm.Model(five_apms).encode(data, len(data))
+    assert fifth_coded != cm.Model(four_apms).encode(data, len(data))
+    assert cm.Model(five_apms).decode(fifth_coded, len(data)) == data
 
 
 def test_cm_output_does_not_depend_on_the_order_of_its_contexts():

@@ -62,15 +62,18 @@ BYTE_HISTORIES_MIN_FIT = 23
 #: selected by the word position, the markup state and c0 (bench/RESULTS.md, issue 12: together -0.42% on
 #: enwik8_1M and -0.43% on enwik8_3M, for about 1.09 times the time).
 #: Then model revision 3: the mixers' rate boosted per weight set while it is young, not for the
-#: stream, on half the base rate (bench/RESULTS.md, issue 12: -0.41% on enwik8_1M).
+#: stream, on half the base rate (bench/RESULTS.md, issue 12: -0.41% on enwik8_1M).  Then model
+#: revision 4 and a fifth APM: the final mixer's weight sets by half the word position, the APMs'
+#: share of the coded probability 15/16, the fifth APM keyed by the word pair (bench/RESULTS.md,
+#: issue 12: -0.08% on enwik8_1M, -0.13% on enwik8_3M, in the same time, 8 MiB more).
 #: Level 1 has 2 mixers and 2**22-byte regions (bench/RESULTS.md, issue 12: -2.4% on enwik8_1M for
 #: 1.2 times the time; 1 mixer and 2**20 before).
 CM_LEVELS = {
     1: dict(table_bits=22, hist_bits=22, contexts=5, mixers=2, apms=1),
-    2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=4, kinds=CM_KINDS, source=1,
-            detector=2, byte_histories=True, revision=3),
-    3: dict(table_bits=25, hist_bits=26, contexts=len(CM_KINDS), mixers=9, apms=4, kinds=CM_KINDS, source=2,
-            detector=2, byte_histories=True, revision=3),
+    2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=1,
+            detector=2, byte_histories=True, revision=4),
+    3: dict(table_bits=25, hist_bits=26, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=2,
+            detector=2, byte_histories=True, revision=4),
 }
 #: Largest sizes any cm preset writes: a record asking for more is corrupt (and could not be
 #: allocated on an ordinary machine: 2**26 * 10 bytes of tables alone is 640 MiB).

@@ -22,17 +22,22 @@ weights in units of 2**-16) by a small context::
        words: see ``word_position``), markup state (4 bits), c0
 
 and give ``dot_m = clamp(sum w_i x_i >> 16, +-2047)`` and ``p_m = squash(dot_m)``.  A final mixer,
-one weight set of ``N_MIXERS`` per ``c0`` after the rows above (the first ``n_mix`` used, each
-initially ``1 / n_mix``), combines them: ``p_mix = squash(sum v_m dot_m >> 16)`` (P(1) in units of
-2**-16); with one mixer, ``p_mix = p_0``.
+after the rows above, combines them: ``p_mix = squash(sum v_m dot_m >> 16)`` (P(1) in units of
+2**-16; with one mixer, ``p_mix = p_0``), with one weight set of ``N_MIXERS`` (the first ``n_mix``
+used, each initially ``1 / n_mix``) per ``c0`` and, from model revision 4, per half word position
+(``word_position // 2``, 8 x 256 sets; with the rest of revision 4, :mod:`.sse`, -0.02% on
+enwik8_1M, and -0.08% with the fifth APM, bench/RESULTS.md); the revision's ``final_groups`` says how
+many groups of 256.
 
 Weights: one flat int32 array, the weight sets of the table above (``n_in`` each, :func:`sets`
-of them), then the final mixer's (256 x ``N_MIXERS``), then each weight set's uses (how many times
-its mixer trained it, up to ``USES_LIMIT``; from :func:`uses_base`).
+of them), then the final mixer's (``final_groups`` x 256 x ``N_MIXERS``), then each weight set's
+uses (how many times its mixer trained it, up to ``USES_LIMIT``; from ``st[x0 + USES]``).
 
 State: ``STATE_SIZE`` int64 words of the model's state array ``st`` from ``x0``: each mixer's weight
 row (as the index of its first weight), then each mixer's p, then each mixer's dot, then each
-mixer's weight set (its number), then the revision's learning rates (set by :func:`set_rates`).
+mixer's weight set (its number), then the revision's learning rates and final groups (set by
+:func:`set_rates`), then the index of the final mixer's weights for this bit and that of the first
+weight set's uses (set by :func:`mixer_select`).
 
 Training, after the bit ``y``: the final mixer ``v_m += dot_m * err * final_rate >> 22`` with ``err
 = y * 2**16 - p_mix`` and ``final_rate = final + final_boost * 2**16 / (bytes seen + 2**16)``
@@ -68,29 +73,36 @@ MIXER7_ROWS = 64 * 256  # mixer 7: (classes of c2 and c1, c0)
 MIXER8_ROWS = 16 * 16 * 256  # mixer 8: (word position, markup state, c0)
 #: The mixers' constants of each model revision (cm's Config.revision; scales: see the module
 #: docstring): the mixers' ``mixer_rate``, ``stream_boost`` and ``set_boost`` (units of
-#: 2**-``rate_shift``), the final mixer's ``final`` and ``final_boost`` rates, and the weight ``1 /
-#: initial`` every input but the bias starts with in every weight set.
-Revision = namedtuple("Revision", "mixer_rate stream_boost set_boost rate_shift final final_boost initial")
+#: 2**-``rate_shift``), the final mixer's ``final`` and ``final_boost`` rates, the weight ``1 /
+#: initial`` every input but the bias starts with in every weight set, and how many groups of 256
+#: weight sets the final mixer has (``final_groups``: 1, by c0; 8, by half the word position and c0).
+Revision = namedtuple("Revision", "mixer_rate stream_boost set_boost rate_shift final final_boost initial final_groups")
 #: Revision 0: the first.  Revision 1 (issue 12, bench/RESULTS.md): weights start at 1/24, not 1/4 (with
 #: about 90 inputs, 1/4 each made every new weight set far too sure of itself), slower rates once the
 #: stream is older: -1.1% on enwik8_1M and about -1.6% on the small Calgary/Canterbury texts.
 #: Revision 2 keeps revision 1's constants; it changes the APMs' training (:mod:`.sse`) and adds the
 #: match model's length input (:mod:`.match`).  Revision 3: a rate boost per weight set, by its uses,
 #: instead of one for the stream, on a base rate of 1.5 (in revision 2's units), -0.41% on enwik8_1M.
-REVISIONS = (Revision(4, 24, 0, 18, 32, 0, 4), Revision(3, 24, 0, 18, 16, 16, 24), Revision(3, 24, 0, 18, 16, 16, 24),
-             Revision(3, 0, 48, 19, 16, 16, 24))
+#: Revision 4: the final mixer's weight sets by half the word position too; with it the APMs weigh
+#: more in the coded probability and a fifth APM is keyed by the word pair (:mod:`.sse`).
+REVISIONS = (Revision(4, 24, 0, 18, 32, 0, 4, 1), Revision(3, 24, 0, 18, 16, 16, 24, 1),
+             Revision(3, 24, 0, 18, 16, 16, 24, 1), Revision(3, 0, 48, 19, 16, 16, 24, 1),
+             Revision(3, 0, 48, 19, 16, 16, 24, 8))
+FINAL_BY_WORD_REVISION = 4  # the first model revision whose final mixer's sets follow the word position
 MIXER_SKIP = 1024  # mixers skip training when |bit - p| < MIXER_SKIP / 2**16
 USES_SCALE = 256  # a weight set's rate boost halves after USES_SCALE trainings
 USES_LIMIT = 65535  # uses counted up to this (the boost is 0 from there on)
 WEIGHT_LIMIT = 1 << 24
-SETS = 3 * N_MIXERS  # each mixer's weight set, then the rates' words:
-MIXER_RATE, FINAL_RATE, FINAL_BOOST, STREAM_BOOST, SET_BOOST, RATE_SHIFT = range(4 * N_MIXERS, 4 * N_MIXERS + 6)
-STATE_SIZE = 4 * N_MIXERS + 6
+SETS = 3 * N_MIXERS  # each mixer's weight set, then the revision's words, then the final mixer's and the uses' index:
+MIXER_RATE, FINAL_RATE, FINAL_BOOST, STREAM_BOOST, SET_BOOST, RATE_SHIFT, FINAL_GROUPS, FINAL, USES = range(
+    4 * N_MIXERS, 4 * N_MIXERS + 9)
+STATE_SIZE = 4 * N_MIXERS + 9
 
 
 def set_rates(st: np.ndarray, x0: int, revision: int) -> None:
-    """Put the learning rates of model revision ``revision`` in the mixers' state from ``x0``."""
+    """Put the learning rates and final groups of model revision ``revision`` in the mixers' state from ``x0``."""
     constants = REVISIONS[revision]
+    st[x0 + FINAL_GROUPS] = constants.final_groups
     st[x0 + MIXER_RATE], st[x0 + FINAL_RATE], st[x0 + FINAL_BOOST] = (constants.mixer_rate, constants.final,
                                                                       constants.final_boost)
     st[x0 + STREAM_BOOST], st[x0 + SET_BOOST], st[x0 + RATE_SHIFT] = (constants.stream_boost, constants.set_boost,
@@ -116,29 +128,17 @@ def sets(max_contexts, n_mix):
     return rows
 
 
-@kernel(inline=True)
-def final_set(n_ctx, n_mix, n_in, c0):
-    """Index of the final mixer's first weight for ``c0`` (after the rows of :func:`sets`)."""
-    return sets(n_ctx, n_mix) * n_in + c0 * N_MIXERS
-
-
-@kernel(inline=True)
-def uses_base(n_ctx, n_mix, n_in):
-    """Index of the first weight set's uses: where the final mixer's weights end (its set for "c0 = 256")."""
-    return final_set(n_ctx, n_mix, n_in, 256)
-
-
-def weight_words(n_sets: int, n_in: int) -> int:
-    """int32 words of the weights of ``n_sets`` weight sets of ``n_in``: the sets, the final mixer's,
-    the sets' uses."""
-    return n_sets * (n_in + 1) + 256 * N_MIXERS
+def weight_words(n_sets: int, n_in: int, revision: int) -> int:
+    """int32 words of the weights of ``n_sets`` weight sets of ``n_in`` in model revision
+    ``revision``: the sets, the final mixer's, the sets' uses."""
+    return n_sets * (n_in + 1) + REVISIONS[revision].final_groups * 256 * N_MIXERS
 
 
 def initial_weights(n_sets: int, n_in: int, n_mix: int, revision: int, bias: int) -> np.ndarray:
     """Flat int32 weights: every input the revision's ``1 / initial`` but the bias (input ``bias``) 0;
     the final mixer 1/n_mix each; no uses."""
-    flat = np.zeros(weight_words(n_sets, n_in), dtype=np.int32)
-    final, uses = n_sets * n_in, n_sets * n_in + 256 * N_MIXERS
+    flat = np.zeros(weight_words(n_sets, n_in, revision), dtype=np.int32)
+    final, uses = n_sets * n_in, n_sets * n_in + REVISIONS[revision].final_groups * 256 * N_MIXERS
     rows = flat[:final].reshape(n_sets, n_in)
     rows[:] = (1 << 16) // REVISIONS[revision].initial
     rows[:, bias] = 0
@@ -156,7 +156,9 @@ def _choose(st, x0, m, n_in, chosen):
 @kernel(inline=True)
 def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c0, c1, c2, known, order, bit, markup,
                  classes, window):
-    """Pick each mixer's weight set (stored as the index of its first weight, and as its number).
+    """Pick each mixer's weight set (stored as the index of its first weight, and as its number),
+    the final mixer's (``st[x0 + FINAL]``, the index of its first weight) and where the uses start
+    (``st[x0 + USES]``).
 
     ``expected``: the match model's expected byte while it predicts (``match_state`` > 0);
     ``markup``, ``classes``: the text state's MARKUP and CLASSES words (:mod:`.text`); ``known``: how
@@ -165,6 +167,12 @@ def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c
     ``7 - bit .. 9 - bit`` are the pixels above-right, above and above-left of the current bit.
     """
     _choose(st, x0, 0, n_in, match_state * 256 + c0)
+    final = sets(n_ctx, n_mix) * n_in
+    groups = st[x0 + FINAL_GROUPS]
+    position = word_position(classes, c1) if n_mix > 8 or groups > 1 else 0
+    group = position >> 1 if groups > 1 else 0
+    st[x0 + FINAL] = final + (group * 256 + c0) * N_MIXERS
+    st[x0 + USES] = final + groups * 256 * N_MIXERS
     _choose(st, x0, 1, n_in, MIXER1_SETS + c1 + ((c2 << 2) & 0x300))
     mixer3 = MIXER2_SETS + (n_ctx + 1) * 8
     _choose(st, x0, 2, n_in, MIXER2_SETS + known * 8 + bit)
@@ -189,7 +197,7 @@ def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c
         mixer7 = mixer3 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS + MIXER4_RECORD_ROWS
         _choose(st, x0, 7, n_in, mixer7 + (((classes & 0x3F) << 8) | c0))
     if n_mix > 8:
-        row = ((word_position(classes, c1) << 4) + (markup & 15)) * 256 + c0
+        row = ((position << 4) + (markup & 15)) * 256 + c0
         _choose(st, x0, 8, n_in, mixer3 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS + MIXER4_RECORD_ROWS
                 + MIXER7_ROWS + row)
 
@@ -206,10 +214,11 @@ def word_position(classes, c1):
 
 
 @kernel(inline=True)
-def mixer_predict(weights, inputs, width, st, x0, n_mix, final_set, lut):
+def mixer_predict(weights, inputs, width, st, x0, n_mix, lut):
     """Return p_mix (units of 2**-16); keep each mixer's p and dot for training.  Only the first
     ``width`` inputs are read: the caller keeps the others 0 (cm: its idle contexts')."""
     total = np.int64(0)
+    final_set = st[x0 + FINAL]
     for m in range(n_mix):
         row = st[x0 + m]
         dot = np.int64(0)
@@ -223,10 +232,11 @@ def mixer_predict(weights, inputs, width, st, x0, n_mix, final_set, lut):
 
 
 @kernel(inline=True)
-def mixer_update(weights, inputs, width, st, x0, n_mix, final_set, uses, p_mix, bit, pos):
+def mixer_update(weights, inputs, width, st, x0, n_mix, p_mix, bit, pos):
     """Train the final mixer and every mixer on the coded bit (see the module docstring); the first
-    ``width`` weights of each row (an input that is 0 moves no weight).  ``uses``: the index of the
-    first weight set's uses (:func:`uses_base`)."""
+    ``width`` weights of each row (an input that is 0 moves no weight)."""
+    final_set = st[x0 + FINAL]
+    uses = st[x0 + USES]
     if n_mix > 1:
         final_rate = st[x0 + FINAL_RATE] + (st[x0 + FINAL_BOOST] << 16) // (pos + (1 << 16))  # units of 2**-4
         err = ((np.int64(bit) << 16) - p_mix) * final_rate

@@ -28,9 +28,10 @@ components live in :mod:`..bit`, one job per module, in the order of the data fl
    (:mod:`..bit.byte_history`, records that say so): the byte that followed
    each text context last time, and how often in a row, one input per text context.
 4. Mixing (:mod:`..bit.mixer`): up to nine mixers with selected weight sets and a final mixer, each
-   trained on its own code length (from model revision 3 a weight set learns faster while it is young).
-5. APMs (:mod:`..bit.sse`): up to four adaptive tables refine the mixer's probability; the coded
-   probability is ``(2 p_mix + 14 mean(p_apm)) / 16``.
+   trained on its own code length (from model revision 3 a weight set learns faster while it is young;
+   from revision 4 the final mixer's weight sets follow the word position as well as ``c0``).
+5. APMs (:mod:`..bit.sse`): up to five adaptive tables refine the mixer's probability; the coded
+   probability is ``(2 p_mix + 14 mean(p_apm)) / 16``, from model revision 4 ``(p_mix + 15 mean(p_apm)) / 16``.
 6. The probability goes to :func:`statemix.quantize.binary_frequency` and the range coder.
 
 Input vector of the mixers (stretch units, width ``2 + n + 1 + r + b + s + l + 1`` for ``n`` contexts)::

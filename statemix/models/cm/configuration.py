@@ -49,15 +49,16 @@ class Config:
     ``hist_bits``: log2 of the match model's history bytes (its hash table has 2**(hist_bits-2)
     int32 entries).  ``contexts``: how many hashed contexts.  ``mixers``: how many mixers (1..9,
     the first of :mod:`.bit.mixer`'s list; with one, no final mixer).  ``apms``: how many APMs (1..4,
-    the first of :mod:`.bit.sse`'s list).  ``kinds``: the component set, the context kinds of
+    from model revision 4 1..5, the first of :mod:`.bit.sse`'s list).  ``kinds``: the component set, the context kinds of
     :mod:`.bit.contexts` (kept in id order); None for the first records, which list no
     components and mean the first ``contexts`` kinds in id order (with the run quirk described in the
     module docstring).  ``source``: the byte-distribution input (:mod:`.bit.distribution`, 0 for
     none).  ``detector``: the record detector's revision (0, 1 or 2, see Records).  ``revision``: the
     model's revision, which sets constants that are not fields of their own (the mixers' learning
     rates and initial weights, :data:`.bit.mixer.REVISIONS`; from revision 2 the APMs' training of
-    both buckets, :mod:`.bit.sse`, and the match model's length input, :mod:`.bit.match`); 0 in
-    every record before ``00 04``.
+    both buckets, :mod:`.bit.sse`, and the match model's length input, :mod:`.bit.match`; from
+    revision 4 the final mixer's weight sets by word position and the APMs' share of the coded
+    probability); 0 in every record before ``00 04``.
 
     Records: the first format is 5 bytes ``table_bits, hist_bits, contexts, mixers, apms``; a record
     with a component list is ``00 01 table_bits hist_bits mixers apms n kind_0 .. kind_n-1`` (read,
@@ -211,14 +212,15 @@ class Config:
             raise ValueError("cm model configuration must be 5 bytes or a component list")
         if not (presets.CM_MIN_TABLE_BITS <= config.table_bits <= presets.CM_MAX_TABLE_BITS
                 and presets.CM_MIN_HIST_BITS <= config.hist_bits <= presets.CM_MAX_HIST_BITS
-                and 1 <= config.contexts <= N_HASHED and 1 <= config.mixers <= mixer.N_MIXERS and 1 <= config.apms <= sse.N_APMS):
+                and 1 <= config.contexts <= N_HASHED and 1 <= config.mixers <= mixer.N_MIXERS
+                and 1 <= config.apms <= sse.max_apms(config.revision)):
             raise ValueError(f"cm model configuration out of range: {config}")
         return config
 
     def memory_bytes(self) -> int:
         """Upper bound of the model's memory, in bytes."""
         counters = STATE_MAP_BASE + self.contexts * 256 + self.byte_history_inputs * byte_history.N_COUNTERS
-        weights = mixer.weight_words(mixer.sets.py_func(self.contexts, self.mixers), self.inputs)
+        weights = mixer.weight_words(mixer.sets.py_func(self.contexts, self.mixers), self.inputs, self.revision)
         words = counters + sse.rows(self.apms, self.has_records) * sse.BUCKETS + weights
         return (4 * (words + AUX_SIZE) + self.history_bytes + (1 << self.hist_bits)
                 + 4 * (1 << (self.hist_bits - 2)) + distribution.memory_bytes(self.source, self.source_table_bits)

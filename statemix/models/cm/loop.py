@@ -26,8 +26,8 @@ from ..bit.contexts import bucket, context_hash, find_bucket
 from ..bit.distribution import source_begin, source_begin_no_ssm, source_input, source_learn, source_learn_no_ssm
 from ..bit.hashing import mix_hash, order6_hash
 from ..bit.match import match_expected, match_predict, match_state, match_strength, match_train, match_update
-from ..bit.mixer import final_set, mixer_predict, mixer_select, mixer_update, uses_base
-from ..bit.sse import apm_predict, apm_update
+from ..bit.mixer import mixer_predict, mixer_select, mixer_update
+from ..bit.sse import apm_predict, apm_update, coded_probability
 from ..bit.tables import LUT_NEXT, LUT_RUN, train
 from ..modes import DECODE, ENCODE
 from ..nn.layout import S_TB, S_USE_SSM
@@ -53,10 +53,10 @@ STATE_MAP_BASE = MATCH_SM_BASE + match.N_COUNTERS
 Tables = namedtuple("Tables", "counters states weights apm hist mtable aux lut inputs byte_entries")
 SCALARS = ("c0 hist4 hist8 pos bit p_mix table_bits hist_bits ablate n_ctx n_runs n_mix n_apm "
            "n_in source x86_block byte_histories match_input history_input source_input strength_input bias_input "
-           "live_inputs apm_two_buckets").split()
+           "live_inputs revision").split()
 (C0, HIST4, HIST8, POS, BIT, P_MIX, TABLE_BITS, HIST_BITS, ABLATE, N_CTX, N_RUNS, N_MIX, N_APM,
  N_IN, SOURCE, X86_BLOCK, BYTE_HISTORIES, MATCH_INPUT, HISTORY_INPUT, SOURCE_INPUT, STRENGTH_INPUT, BIAS_INPUT,
- LIVE_INPUTS, APM_TWO_BUCKETS) = range(len(SCALARS))
+ LIVE_INPUTS, REVISION) = range(len(SCALARS))
 #: The model state is one int64 array ``st``: the scalars above, then one field per job, each at the
 #: offset :func:`_layout` computes from its size (n contexts: at most N_HASHED).  One array, not a
 #: named tuple of arrays: a named tuple's fields cost atomic reference counts per bit (measured: the
@@ -179,14 +179,14 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup)
     mixer_select(st, MIXERS, n_in, n_ctx, shape.mixers, predicting, expected, st[MATCH + match.LEN], c0, c1,
                  (st[HIST4] >> 8) & 0xFF, known, order, bit, st[TEXT + text.MARKUP], st[TEXT + text.CLASSES],
                  st[RECORD + record.WINDOW])
-    final = final_set(n_ctx, shape.mixers, n_in, c0)
-    p_mix = mixer_predict(weights, inputs, shape.width, st, MIXERS, shape.mixers, final, lut)
+    p_mix = mixer_predict(weights, inputs, shape.width, st, MIXERS, shape.mixers, lut)
     st[P_MIX] = p_mix
     n_apm = shape.apms
-    p_apm = apm_predict(apm, st, APMS, n_apm, p_mix, c0, c1, st[HIST4], expected, st[RECORD + record.WINDOW], lut)
+    p_apm = apm_predict(apm, st, APMS, n_apm, p_mix, c0, c1, st[HIST4], expected, st[RECORD + record.WINDOW],
+                        st[TEXT + text.WORD0], st[TEXT + text.WORD1], lut)
     if ablate & ABLATE_APMS:
         return binary_frequency(p_mix)
-    return binary_frequency((2 * p_mix + (14 * p_apm) // n_apm) >> 4)
+    return binary_frequency(coded_probability(p_mix, p_apm, n_apm, st[REVISION]))
 
 
 @kernel  # a call once per byte: inlined, it made cm's loop take about 80 s more to compile
@@ -250,10 +250,8 @@ def _update(st, counters, states, weights, apm, hist, mtable, aux, lut, inputs, 
     match_train(st, MATCH, counters, bit, lut)
     if shape.byte_histories:
         byte_history_train(st, BYTE_HISTORY, shape.byte_histories, counters, bit, lut)
-    final = final_set(n_ctx, shape.mixers, shape.inputs, st[C0])
-    mixer_update(weights, inputs, shape.width, st, MIXERS, shape.mixers, final,
-                 uses_base(n_ctx, shape.mixers, shape.inputs), st[P_MIX], bit, st[POS])
-    apm_update(apm, st, APMS, shape.apms, bit, lut, st[APM_TWO_BUCKETS])
+    mixer_update(weights, inputs, shape.width, st, MIXERS, shape.mixers, st[P_MIX], bit, st[POS])
+    apm_update(apm, st, APMS, shape.apms, bit, lut, st[REVISION] >= sse.TWO_BUCKETS_REVISION)
 
     c0 = st[C0] * 2 + bit
     st[BIT] += 1
@@ -402,7 +400,7 @@ def new_state(config) -> np.ndarray:
     st[RUN_INPUTS:RUN_INPUTS + config.run_inputs] = layout.runs
     st[MATCH_INPUT], st[HISTORY_INPUT], st[SOURCE_INPUT] = layout.match, layout.histories, layout.source
     st[STRENGTH_INPUT] = layout.strength
-    st[APM_TWO_BUCKETS] = config.revision >= sse.TWO_BUCKETS_REVISION
+    st[REVISION] = config.revision
     st[BIAS_INPUT], st[LIVE_INPUTS] = layout.bias, config.inputs
     n = st[BYTE_HISTORIES] = config.byte_history_inputs  # the first n contexts have byte histories
     st[BYTE_HISTORY + byte_history.ENTRY * n:BYTE_HISTORY + (byte_history.EXPECT + 1) * n] = -1  # no entry, no byte
