@@ -224,6 +224,7 @@ def test_revision_0_of_the_detector_writes_what_the_first_build_wrote():
     preset["contexts"] = len(preset["kinds"])
     preset["byte_histories"] = False  # (nor byte histories)
     preset["mixers"], preset["revision"] = 7, 0  # (nor the eighth mixer and model revision 1)
+    preset["apms"] = 4  # (nor the fifth APM of model revision 4)
     streams = {}
     for detector in (0, 1):
         spec = ModelSpec(cm.MODEL_ID, cm.Config(**{**preset, "detector": detector}).to_bytes())
