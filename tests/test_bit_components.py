@@ -14,11 +14,10 @@ import pytest
 from statemix._jit import kernel
 from statemix.models.bit import match, mixer
 from statemix.models.bit.match import match_strength
-from statemix.models.bit.mixer import word_position
 from statemix.models.bit import sse
 from statemix.models.bit.sse import APM_RATE, BUCKETS, N_APMS, apm_predict, apm_update
 from statemix.models.bit.tables import lookup_tables
-from statemix.models.bit.text import char_class
+from statemix.models.bit.text import char_class, word_position
 
 
 @kernel

@@ -97,6 +97,8 @@ def test_the_text_state_contexts_read_their_words():
     words[:, text.WORD0] = (123456789, 0)
     words[:, text.WORD1] = 987654321
     words[:, text.LETTERS], words[:, text.OPENER], words[:, text.NAME] = 0x1234567, 91, 5555
+    words[:, text.MARKUP] = 0x24  # in [[...]], bracket depth 2
+    words[:, text.CLASSES] = (0o1222, 0o2221)  # three letters (word position 2); a space (8 + class of c1)
     c4 = np.array([0x61626364, 0x20616263], dtype=np.int64)
     mask = (1 << 64) - 1
 
@@ -110,6 +112,10 @@ def test_the_text_state_contexts_read_their_words():
                                       reference_mix_hash(add(987654321, 0x6263), 51 << 40)],
         contexts.IDS["markup name"]: [reference_mix_hash(add(5555, 123456789), 54 << 40),
                                       reference_mix_hash(add(5555, add(987654321, 0x63)), 55 << 40)],
+        contexts.IDS["word in markup"]: [reference_mix_hash(add(123456789, (0x24 << 8) | 0x64), 56 << 40),
+                                         reference_mix_hash(add(987654321, (0x24 << 8) | 0x63), 56 << 40)],
+        contexts.IDS["name position"]: [reference_mix_hash(add(5555, (2 << 8) | 0x64), 57 << 40),
+                                        reference_mix_hash(add(5555, ((8 + 2) << 8) | 0x63), 57 << 40)],
     }
     for kind, hashes in expected.items():
         out = np.zeros(2, dtype=np.int64)

@@ -47,6 +47,10 @@ low bits, ``c1`` = the last byte; words and the other text state: :mod:`.text`):
     36  markup name       the name of the construct opened last (text     54
                           NAME) and, in a word, the word; between words,  55
                           the last word and c1
+    37  word in markup    the word (between words the last word), the     56
+                          markup state (text MARKUP) and c1
+    38  name position     the markup name, the word position (text        57
+                          word_position) and c1
 
 The record contexts (21-28) include the record length ``w`` in their hash; without a record
 (``w`` = 0) they are idle: the model gives them no input and trains nothing of theirs (text has no
@@ -85,7 +89,7 @@ NAMES = ("order 2", "order 3", "order 4", "order 6", "word", "order 5", "word pa
          "classes", "word and classes", "sparse 2", "line start", "record above", "record rows",
          "record neighbours", "record column", "image", "image rows", "pixels",
          "pixels wide", "gray gradient", "gray above", "gray vertical", "x86 instruction", "x86 opcodes",
-         "letters", "word opener", "markup name")
+         "letters", "word opener", "markup name", "word in markup", "name position")
 IDS = {name: kind for kind, name in enumerate(NAMES)}
 #: kinds whose regions are a quarter of the others' (see cm.Config.region_bits): the four text
 #: contexts that joined levels 2 and 3 last (issue 12; no earlier preset used them), which gain
@@ -93,7 +97,7 @@ IDS = {name: kind for kind, name in enumerate(NAMES)}
 SMALL_TEXT_KINDS = (10, 13, 19, 20)
 #: each kind's order, the bytes before the current one it spans, where it is one (else 0): the longest
 #: of them with history selects mixer weights (:mod:`.mixer`)
-ORDERS = (2, 3, 4, 6, 0, 5, 0, 0, 8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) + (0,) * image.N_GRAY_KINDS + (0, 0) + (0, 0, 0)
+ORDERS = (2, 3, 4, 6, 0, 5, 0, 0, 8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) + (0,) * image.N_GRAY_KINDS + (0, 0) + (0,) * 5
 
 
 @kernel(inline=True)
@@ -169,8 +173,14 @@ def context_hash(kind, c4, c8, st, t0, r0, i0, aux, hist, hist_mask, pos):
 
 @kernel(inline=True)
 def _word_state_hash(kind, c4, st, t0):
-    """The contexts of the text state's LETTERS, OPENER and NAME words (kinds 34-36)."""
+    """The contexts of the text state's LETTERS, OPENER, NAME and MARKUP words (kinds 34-38)."""
     word = st[t0 + text.WORD0]
+    if kind == 37:
+        latest = word if word != 0 else st[t0 + text.WORD1]
+        return mix_hash(wrapping_add(latest, (st[t0 + text.MARKUP] << 8) | (c4 & 0xFF)), 56 << 40)
+    if kind == 38:
+        position = text.word_position(st[t0 + text.CLASSES], c4 & 0xFF)
+        return mix_hash(wrapping_add(st[t0 + text.NAME], (position << 8) | (c4 & 0xFF)), 57 << 40)
     if kind == 34:
         return mix_hash(st[t0 + text.LETTERS], 50 << 40)
     if kind == 35:

@@ -59,7 +59,7 @@ import numpy as np
 
 from ..._jit import kernel
 from .tables import squash
-from .text import char_class
+from .text import char_class, word_position
 
 N_MIXERS = 9
 MIXER1_SETS = 3 * 256  # first weight set of mixer 1; mixer 0 has (3 match states x c0)
@@ -200,17 +200,6 @@ def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c
         row = ((position << 4) + (markup & 15)) * 256 + c0
         _choose(st, x0, 8, n_in, mixer3 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS + MIXER4_RECORD_ROWS
                 + MIXER7_ROWS + row)
-
-
-@kernel(inline=True)
-def word_position(classes, c1):
-    """0..15: inside a word, the letters of it so far minus 1 (0..7, 7 for 8 or more: the last bytes
-    that are letters, classes 2 and 3 of the text state's CLASSES word); between words, 8 + the
-    class of ``c1`` (:func:`.text.char_class`)."""
-    letters = 0
-    while letters < 8 and ((classes >> (3 * letters)) & 6) == 2:
-        letters += 1
-    return letters - 1 if letters > 0 else 8 + char_class(c1)
 
 
 @kernel(inline=True)

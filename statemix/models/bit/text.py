@@ -60,6 +60,17 @@ def char_class(byte):
 
 
 @kernel(inline=True)
+def word_position(classes, c1):
+    """0..15: inside a word, the letters of it so far minus 1 (0..7, 7 for 8 or more: the last bytes
+    that are letters, classes 2 and 3 of the CLASSES word); between words, 8 + the class of
+    ``c1`` (:func:`char_class`)."""
+    letters = 0
+    while letters < 8 and ((classes >> (3 * letters)) & 6) == 2:
+        letters += 1
+    return letters - 1 if letters > 0 else 8 + char_class(c1)
+
+
+@kernel(inline=True)
 def _markup(before, byte, c1):
     """The MARKUP word after ``byte`` (``before``: the word before it; ``c1``: the byte before it)."""
     state = before
