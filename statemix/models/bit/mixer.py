@@ -88,7 +88,6 @@ Revision = namedtuple("Revision", "mixer_rate stream_boost set_boost rate_shift 
 REVISIONS = (Revision(4, 24, 0, 18, 32, 0, 4, 1), Revision(3, 24, 0, 18, 16, 16, 24, 1),
              Revision(3, 24, 0, 18, 16, 16, 24, 1), Revision(3, 0, 48, 19, 16, 16, 24, 1),
              Revision(3, 0, 48, 19, 16, 16, 24, 8))
-FINAL_BY_WORD_REVISION = 4  # the first model revision whose final mixer's sets follow the word position
 MIXER_SKIP = 1024  # mixers skip training when |bit - p| < MIXER_SKIP / 2**16
 USES_SCALE = 256  # a weight set's rate boost halves after USES_SCALE trainings
 USES_LIMIT = 65535  # uses counted up to this (the boost is 0 from there on)
