@@ -137,7 +137,7 @@ def initial_weights(n_sets: int, n_in: int, n_mix: int, revision: int, bias: int
     """Flat int32 weights: every input the revision's ``1 / initial`` but the bias (input ``bias``) 0;
     the final mixer 1/n_mix each; no uses."""
     flat = np.zeros(weight_words(n_sets, n_in, revision), dtype=np.int32)
-    final, uses = n_sets * n_in, n_sets * n_in + REVISIONS[revision].final_groups * 256 * N_MIXERS
+    final, uses = n_sets * n_in, len(flat) - n_sets  # the final mixer's weights, then the sets' uses
     rows = flat[:final].reshape(n_sets, n_in)
     rows[:] = (1 << 16) // REVISIONS[revision].initial
     rows[:, bias] = 0

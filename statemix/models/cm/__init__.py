@@ -31,7 +31,8 @@ components live in :mod:`..bit`, one job per module, in the order of the data fl
    trained on its own code length (from model revision 3 a weight set learns faster while it is young;
    from revision 4 the final mixer's weight sets follow the word position as well as ``c0``).
 5. APMs (:mod:`..bit.sse`): up to five adaptive tables refine the mixer's probability; the coded
-   probability is ``(2 p_mix + 14 mean(p_apm)) / 16``, from model revision 4 ``(p_mix + 15 mean(p_apm)) / 16``.
+   probability is ``(2 p_mix + 14 mean(p_apm)) / 16``, from model revision 4
+   ``(p_mix + 15 mean(p_apm)) / 16``.
 6. The probability goes to :func:`statemix.quantize.binary_frequency` and the range coder.
 
 Input vector of the mixers (stretch units, width ``2 + n + 1 + r + b + s + l + 1`` for ``n`` contexts)::

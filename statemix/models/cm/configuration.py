@@ -49,8 +49,8 @@ class Config:
     ``hist_bits``: log2 of the match model's history bytes (its hash table has 2**(hist_bits-2)
     int32 entries).  ``contexts``: how many hashed contexts.  ``mixers``: how many mixers (1..9,
     the first of :mod:`.bit.mixer`'s list; with one, no final mixer).  ``apms``: how many APMs (1..4,
-    from model revision 4 1..5, the first of :mod:`.bit.sse`'s list).  ``kinds``: the component set, the context kinds of
-    :mod:`.bit.contexts` (kept in id order); None for the first records, which list no
+    from model revision 4 1..5, the first of :mod:`.bit.sse`'s list).  ``kinds``: the component set,
+    the context kinds of :mod:`.bit.contexts` (kept in id order); None for the first records, which list no
     components and mean the first ``contexts`` kinds in id order (with the run quirk described in the
     module docstring).  ``source``: the byte-distribution input (:mod:`.bit.distribution`, 0 for
     none).  ``detector``: the record detector's revision (0, 1 or 2, see Records).  ``revision``: the
