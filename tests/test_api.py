@@ -46,26 +46,34 @@ GOLDEN_EMPTY = bytes.fromhex(
     "89534d58"  # magic
     "02"  # format version
     "01"  # arithmetic version
-    "0f"  # model record length
-    "01" "0004" "04" "0e10" "0905" "05" "d5efffff7f" "c1"  # model record: cm (id 1), component set with
+    "10"  # model record length
+    "01" "0004" "04" "0e10" "0905" "06" "d5efffffff03" "c1"  # model record: cm (id 1), component set with
     #       a model revision: revision 4 (the final mixer's weight sets by word position, the APMs' share
     #       of the coded probability; revision 3's mixer rates per weight set; revision 2's APM training
-    #       of both buckets and match length input), table_bits, hist_bits, 9 mixers, 5 APMs, 5 bytes of
-    #       mask of context kinds (0, 2, 4, 6-11, 13-38), byte-distribution source 1
+    #       of both buckets and match length input), table_bits, hist_bits, 9 mixers, 5 APMs, 6 bytes of
+    #       mask of context kinds (0, 2, 4, 6-11, 13-41), byte-distribution source 1
     #       with bits 7-6 set (11): the record detector's revision 2 (it finds no short record in text,
     #       and finds the rows of 8-bit images); bit 5 clear: no byte histories (an input under 512 KiB
     #       has none)
-    "110ba720"  # header CRC32
+    "55995413"  # header CRC32
     "00"  # end block
     "00"  # original length 0
     "00000000"  # CRC32 of no data
 )
 #: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 23 bytes
 GOLDEN_TEXT = bytes.fromhex(
-    "89534d580201" "0f" "01000404" "0e100905" "05" "d5efffff7f" "c1" "110ba720"  # header, as above
+    "89534d580201" "10" "01000404" "0e100905" "06" "d5efffffff03" "c1" "55995413"  # header, as above
     "01" "cc03" "17" "59" "5877534f"  # modelled block: raw length 460, payload 23, check, CRC32
-    "86956581d51b6f5a588716d14b07245a48cd05c1d7018c"  # the range coder's code word
+    "85d7578cb7b532f1946ddd82394884f6d0ee47240c0de9"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same, written by level 2 without the last word, token and sentence contexts (kinds 39-41): it
+#: must decode as it did.
+GOLDEN_EMPTY_KINDS_TO_38 = bytes.fromhex(
+    "89534d5802010f01000404" "0e10090505d5efffff7fc1" "110ba720" "00" "00" "00000000")
+GOLDEN_TEXT_KINDS_TO_38 = bytes.fromhex(
+    "89534d5802010f01000404" "0e10090505d5efffff7fc1" "110ba720" "01cc0317595877534f"
+    "86956581d51b6f5a588716d14b07245a48cd05c1d7018c" "00cc035877534f"
 )
 #: The same, written by level 2 without the word in markup and name position contexts (kinds 37, 38):
 #: it must decode as it did.
@@ -1186,6 +1194,12 @@ def test_golden_streams_of_the_first_level_2_still_decode():
     assert statemix.decompress(GOLDEN_TEXT_10_CONTEXTS) == GOLDEN_INPUT
 
 
+def test_golden_streams_of_levels_2_and_3_before_kinds_39_to_41_still_decode():
+    assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_38) == b""
+    assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_38) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_KINDS_TO_38) == GOLDEN_INPUT
+
+
 def test_golden_streams_of_levels_2_and_3_before_kinds_37_and_38_still_decode():
     assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_36) == b""
     assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_36) == GOLDEN_INPUT
@@ -1271,10 +1285,15 @@ GOLDEN_TEXT_LEVEL1_ONE_MIXER = bytes.fromhex(
 #: the SSM with the count models (02); no byte histories (bit 5 of the last byte clear: an input under
 #: 512 KiB has none)
 GOLDEN_TEXT_LEVEL3 = bytes.fromhex(
-    "89534d5802010f01000404" "0e10090505d5efffff7fc2" "ab5aaeb9"  # header: level 3 model record, CRC32
+    "89534d580201" "10" "01000404" "0e100905" "06" "d5efffffff03" "c2" "efc85d8a"  # header: level 3 record, CRC32
     "01" "cc03" "17" "59" "5877534f"  # modelled block: raw length 460, payload 23, check, CRC32
-    "8695c234380096b8173e3ffc34f000502a58747306a7dd"  # the range coder's code word
+    "85dc5dc8876bbc868220b71189a3653bef08d6e2a9bc12"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same without kinds 39-41: it must decode as it did.
+GOLDEN_TEXT_LEVEL3_KINDS_TO_38 = bytes.fromhex(
+    "89534d5802010f01000404" "0e10090505d5efffff7fc2" "ab5aaeb9" "01cc0317595877534f"
+    "8695c234380096b8173e3ffc34f000502a58747306a7dd" "00cc035877534f"
 )
 #: The same without kinds 37 and 38: it must decode as it did.
 GOLDEN_TEXT_LEVEL3_KINDS_TO_36 = bytes.fromhex(

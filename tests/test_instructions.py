@@ -137,13 +137,19 @@ def test_a_set_of_the_first_32_kinds_is_written_as_before():
     assert config.to_bytes()[:2] == cm.configuration.RECORD_MASK and len(config.to_bytes()) == 11
 
 
+def _first_unknown_kind_record() -> str:
+    """A wide record with kinds 0-2 and the first kind this build does not know."""
+    width = len(contexts.NAMES) // 8 + 1
+    return f"0003 10 10 05 02 {width:02x} {(7 | 1 << len(contexts.NAMES)).to_bytes(width, 'little').hex()} 00"
+
+
 @pytest.mark.parametrize("record", [
     "0003 10 10 05 02 04 07000000 00",              # 4 mask bytes: the 00 02 record's job
     "0003 10 10 05 02 05 0700000000 00",            # last mask byte 0: not the shortest record
     "0003 10 10 05 02 09 070000000100000000 00",    # 9 mask bytes
     "0003 10 10 05 02 05 0700000001",               # too short
     "0003 10 10 05 02 05 0700000001 00 00",         # too long
-    f"0003 10 10 05 02 05 07000000{1 << (len(contexts.NAMES) - 32):02x} 00",  # the first kind this build does not know
+    _first_unknown_kind_record(),
 ])
 def test_bad_wide_records_are_refused(record):
     with pytest.raises(ValueError):

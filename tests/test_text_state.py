@@ -1,5 +1,5 @@
-"""The text state's LETTERS, OPENER and NAME words (.bit.text) against a plain Python reference, and
-the three contexts built on them (.bit.contexts kinds 34-36)."""
+"""The text state's LETTERS, OPENER, NAME, TOKEN and SENTENCE words (.bit.text) against a plain Python
+reference, and the contexts built on them (.bit.contexts kinds 34-41)."""
 
 from __future__ import annotations
 
@@ -70,6 +70,35 @@ def text_words(data: bytes) -> list[tuple[int, int, int]]:
     return [(int(r[text.LETTERS]), int(r[text.OPENER]), int(r[text.NAME])) for r in out]
 
 
+def reference_token_and_sentence(data: bytes) -> list[tuple[int, int]]:
+    """(TOKEN, SENTENCE) after each byte, from the module docstring's definitions."""
+    token = sentence = 0
+    in_word = False
+    out = []
+    for byte in data:
+        letter = ord("a") <= byte | 32 <= ord("z")
+        if in_word and not letter:
+            sentence = min(sentence + 1, 15)
+        in_word = letter
+        if byte in b".!?\n":
+            sentence = 0
+        token = reference_mix_hash(token, byte + 1) if byte > 32 else 0
+        out.append((token, sentence))
+    return out
+
+
+def test_token_and_sentence_match_the_reference():
+    rng = random.Random(7)
+    pieces = [b"The cat sat. ", b"Did it? ", b"Yes!\n", b"[[Category:Greek]] ", b"in 1987, ", b"a b c d e f g h ",
+              b"x.y ", b"\t&lt;ref&gt;", bytes(rng.randrange(256) for _ in range(30))]
+    data = b"".join(rng.choice(pieces) for _ in range(300))
+    out = np.zeros((len(data), text.TEXT_SIZE), dtype=np.int64)
+    _text_states(np.frombuffer(data, dtype=np.uint8), np.zeros(text.TEXT_SIZE, dtype=np.int64),
+                 np.zeros(text.AUX_SIZE, dtype=np.int32), out)
+    assert [(int(r[text.TOKEN]), int(r[text.SENTENCE])) for r in out] == reference_token_and_sentence(data)
+    assert max(int(r[text.SENTENCE]) for r in out) == 15  # the cap is reached
+
+
 def _name_after(data: bytes) -> int:
     return text_words(data)[-1][2]
 
@@ -98,6 +127,7 @@ def test_the_text_state_contexts_read_their_words():
     words[:, text.WORD1] = 987654321
     words[:, text.LETTERS], words[:, text.OPENER], words[:, text.NAME] = 0x1234567, 91, 5555
     words[:, text.MARKUP] = 0x24  # in [[...]], bracket depth 2
+    words[:, text.TOKEN], words[:, text.SENTENCE] = 777, 3
     words[:, text.CLASSES] = (0o1222, 0o2221)  # three letters (word position 2); a space (8 + class of c1)
     c4 = np.array([0x61626364, 0x20616263], dtype=np.int64)
     mask = (1 << 64) - 1
@@ -116,6 +146,11 @@ def test_the_text_state_contexts_read_their_words():
                                          reference_mix_hash(add(987654321, (0x24 << 8) | 0x63), 56 << 40)],
         contexts.IDS["name position"]: [reference_mix_hash(add(5555, (2 << 8) | 0x64), 57 << 40),
                                         reference_mix_hash(add(5555, ((8 + 2) << 8) | 0x63), 57 << 40)],
+        contexts.IDS["last word"]: [reference_mix_hash(add(987654321, 0x64), 58 << 40),
+                                    reference_mix_hash(add(987654321, 0x63), 58 << 40)],
+        contexts.IDS["token"]: [reference_mix_hash(777, 59 << 40)] * 2,
+        contexts.IDS["sentence"]: [reference_mix_hash(add(123456789, (3 << 8) | 0x64), 60 << 40),
+                                   reference_mix_hash((3 << 8) | 0x63, 60 << 40)],
     }
     for kind, hashes in expected.items():
         out = np.zeros(2, dtype=np.int64)

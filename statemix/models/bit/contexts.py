@@ -51,12 +51,18 @@ low bits, ``c1`` = the last byte; words and the other text state: :mod:`.text`):
                           markup state (text MARKUP) and c1
     38  name position     the markup name, the word position (text        57
                           word_position) and c1
+    39  last word         the word before the current one (text WORD1;    58
+                          between words the word that ended last) and c1
+    40  token             the bytes since the last space or control byte  59
+                          (text TOKEN: case kept, any byte above 32)
+    41  sentence          the word, how many words of the sentence came   60
+                          before it (text SENTENCE) and c1
 
 The record contexts (21-28) include the record length ``w`` in their hash; without a record
 (``w`` = 0) they are idle: the model gives them no input and trains nothing of theirs (text has no
 record, and their constant contexts there cost 0.2% on enwik8).  The 8-bit image contexts (29-31)
 are idle likewise unless :mod:`.record` finds an 8-bit image, and the x86 instruction contexts
-(32, 33) outside blocks coded as x86 code.  Kinds 34-36 are text contexts again (never idle): a
+(32, 33) outside blocks coded as x86 code.  Kinds from 34 on are text contexts again (never idle): a
 model puts its text contexts first, whatever their ids (cm.Config.context_kinds).  Kinds 21-31 are
 the structure contexts; their regions, the instruction contexts' and those of the small text
 contexts (:data:`SMALL_TEXT_KINDS`: word trio, column, sparse 2, line start) are smaller (see cm).
@@ -89,7 +95,8 @@ NAMES = ("order 2", "order 3", "order 4", "order 6", "word", "order 5", "word pa
          "classes", "word and classes", "sparse 2", "line start", "record above", "record rows",
          "record neighbours", "record column", "image", "image rows", "pixels",
          "pixels wide", "gray gradient", "gray above", "gray vertical", "x86 instruction", "x86 opcodes",
-         "letters", "word opener", "markup name", "word in markup", "name position")
+         "letters", "word opener", "markup name", "word in markup", "name position",
+         "last word", "token", "sentence")
 IDS = {name: kind for kind, name in enumerate(NAMES)}
 #: kinds whose regions are a quarter of the others' (see cm.Config.region_bits): the four text
 #: contexts that joined levels 2 and 3 last (issue 12; no earlier preset used them), which gain
@@ -97,7 +104,7 @@ IDS = {name: kind for kind, name in enumerate(NAMES)}
 SMALL_TEXT_KINDS = (10, 13, 19, 20)
 #: each kind's order, the bytes before the current one it spans, where it is one (else 0): the longest
 #: of them with history selects mixer weights (:mod:`.mixer`)
-ORDERS = (2, 3, 4, 6, 0, 5, 0, 0, 8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) + (0,) * image.N_GRAY_KINDS + (0, 0) + (0,) * 5
+ORDERS = (2, 3, 4, 6, 0, 5, 0, 0, 8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) + (0,) * image.N_GRAY_KINDS + (0, 0) + (0,) * 8
 
 
 @kernel(inline=True)
@@ -173,8 +180,15 @@ def context_hash(kind, c4, c8, st, t0, r0, i0, aux, hist, hist_mask, pos):
 
 @kernel(inline=True)
 def _word_state_hash(kind, c4, st, t0):
-    """The contexts of the text state's LETTERS, OPENER, NAME and MARKUP words (kinds 34-38)."""
+    """The contexts of the text state's LETTERS, OPENER, NAME, MARKUP, TOKEN and SENTENCE words and
+    the last word's (kinds 34-41)."""
     word = st[t0 + text.WORD0]
+    if kind == 39:
+        return mix_hash(wrapping_add(st[t0 + text.WORD1], c4 & 0xFF), 58 << 40)
+    if kind == 40:
+        return mix_hash(st[t0 + text.TOKEN], 59 << 40)
+    if kind == 41:
+        return mix_hash(wrapping_add(word, (st[t0 + text.SENTENCE] << 8) | (c4 & 0xFF)), 60 << 40)
     if kind == 37:
         latest = word if word != 0 else st[t0 + text.WORD1]
         return mix_hash(wrapping_add(latest, (st[t0 + text.MARKUP] << 8) | (c4 & 0xFF)), 56 << 40)

@@ -23,6 +23,11 @@ from ``t0`` and in one int32 array ``aux`` (the indirect tables)::
                   until the next construct opens
     NAMING        1 while the name is being read (from the opener to the first byte that is not a
                   letter), else 0
+    TOKEN         the hash of the bytes since the last space or control byte (any byte above 32,
+                  case kept: ``[[Category:Greek]]``, ``1987,``), as it grows; 0 right after a byte
+                  of 32 or less
+    SENTENCE      how many words have ended since the last ``.``, ``!``, ``?`` or newline (capped
+                  at 15): 0 for the first word of a sentence
     aux[0:256]        for each byte b, the last two bytes that followed b (16 bits, the newer low)
     aux[256:65792]    the same for each pair of bytes (order-2 indirect)
 """
@@ -33,8 +38,8 @@ from __future__ import annotations
 from ..._jit import kernel
 from .hashing import mix_hash
 
-WORD0, WORD1, WORD2, WORD3, LINE, ABOVE, MARKUP, CLASSES, LETTERS, OPENER, NAME, NAMING = range(12)
-TEXT_SIZE = 12
+WORD0, WORD1, WORD2, WORD3, LINE, ABOVE, MARKUP, CLASSES, LETTERS, OPENER, NAME, NAMING, TOKEN, SENTENCE = range(14)
+TEXT_SIZE = 14
 AUX_SIZE = 256 + 65536
 
 
@@ -112,6 +117,7 @@ def text_update(st, t0, aux, pos, byte, c1, c2):
             st[t0 + NAME] = mix_hash(st[t0 + NAME], letter)
         st[t0 + WORD0] = mix_hash(st[t0 + WORD0], letter)
     elif st[t0 + WORD0] != 0:
+        st[t0 + SENTENCE] = min(st[t0 + SENTENCE] + 1, 15)
         st[t0 + WORD3] = st[t0 + WORD2]
         st[t0 + WORD2] = st[t0 + WORD1]
         st[t0 + WORD1] = st[t0 + WORD0]
@@ -122,6 +128,9 @@ def text_update(st, t0, aux, pos, byte, c1, c2):
         st[t0 + NAME] = byte
     elif st[t0 + NAMING] and not is_letter and not (byte == 47 and (c1 == 60 or c1 == 59)):
         st[t0 + NAMING] = 0
+    if byte == 46 or byte == 33 or byte == 63 or byte == 10:
+        st[t0 + SENTENCE] = 0
+    st[t0 + TOKEN] = mix_hash(st[t0 + TOKEN], byte + 1) if byte > 32 else 0
     if byte == 10:
         st[t0 + ABOVE] = st[t0 + LINE]
         st[t0 + LINE] = pos
