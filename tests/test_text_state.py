@@ -1,5 +1,5 @@
-"""The text state's LETTERS, OPENER, NAME, TOKEN and SENTENCE words (.bit.text) against a plain Python
-reference, and the contexts built on them (.bit.contexts kinds 34-41)."""
+"""The text state's LETTERS, OPENER, NAME, TOKEN, SENTENCE and EMPHASIS words and its next-word table
+(.bit.text) against a plain Python reference, and the contexts built on them (.bit.contexts kinds 34-43)."""
 
 from __future__ import annotations
 
@@ -70,9 +70,9 @@ def text_words(data: bytes) -> list[tuple[int, int, int]]:
     return [(int(r[text.LETTERS]), int(r[text.OPENER]), int(r[text.NAME])) for r in out]
 
 
-def reference_token_and_sentence(data: bytes) -> list[tuple[int, int]]:
-    """(TOKEN, SENTENCE) after each byte, from the module docstring's definitions."""
-    token = sentence = 0
+def reference_token_sentence_emphasis(data: bytes) -> list[tuple[int, int, int]]:
+    """(TOKEN, SENTENCE, EMPHASIS) after each byte, from the module docstring's definitions."""
+    token = sentence = emphasis = quotes = 0
     in_word = False
     out = []
     for byte in data:
@@ -80,23 +80,49 @@ def reference_token_and_sentence(data: bytes) -> list[tuple[int, int]]:
         if in_word and not letter:
             sentence = min(sentence + 1, 15)
         in_word = letter
+        if byte == ord("'"):
+            quotes += 1
+        else:
+            emphasis ^= {2: 1, 3: 2, 5: 3}.get(quotes, 0)
+            quotes = 0
+            if byte == 10:
+                emphasis = 0
         if byte in b".!?\n":
             sentence = 0
         token = reference_mix_hash(token, byte + 1) if byte > 32 else 0
-        out.append((token, sentence))
+        out.append((token, sentence, emphasis))
     return out
 
 
-def test_token_and_sentence_match_the_reference():
+def reference_next_words(data: bytes) -> dict[int, int]:
+    """The text state's table of the words that followed each word (slot -> entry) after ``data``."""
+    word = last = 0
+    table = {}
+    for byte in data:
+        folded = byte | 32
+        if ord("a") <= folded <= ord("z"):
+            word = reference_mix_hash(word, folded)
+        elif word != 0:
+            table[(last >> 48) & 0xFFFF] = word & 0x7FFFFFFF
+            word, last = 0, word
+    return table
+
+
+def test_token_sentence_emphasis_and_next_words_match_the_reference():
     rng = random.Random(7)
     pieces = [b"The cat sat. ", b"Did it? ", b"Yes!\n", b"[[Category:Greek]] ", b"in 1987, ", b"a b c d e f g h ",
-              b"x.y ", b"\t&lt;ref&gt;", bytes(rng.randrange(256) for _ in range(30))]
+              b"x.y ", b"\t&lt;ref&gt;", b"''italic'' ", b"'''bold''' ", b"'''''both''''' ", b"it's ", b"''open\n",
+              bytes(rng.randrange(256) for _ in range(30))]
     data = b"".join(rng.choice(pieces) for _ in range(300))
     out = np.zeros((len(data), text.TEXT_SIZE), dtype=np.int64)
-    _text_states(np.frombuffer(data, dtype=np.uint8), np.zeros(text.TEXT_SIZE, dtype=np.int64),
-                 np.zeros(text.AUX_SIZE, dtype=np.int32), out)
-    assert [(int(r[text.TOKEN]), int(r[text.SENTENCE])) for r in out] == reference_token_and_sentence(data)
-    assert max(int(r[text.SENTENCE]) for r in out) == 15  # the cap is reached
+    aux = np.zeros(text.AUX_SIZE, dtype=np.int32)
+    _text_states(np.frombuffer(data, dtype=np.uint8), np.zeros(text.TEXT_SIZE, dtype=np.int64), aux, out)
+    words = [(int(r[text.TOKEN]), int(r[text.SENTENCE]), int(r[text.EMPHASIS])) for r in out]
+    assert words == reference_token_sentence_emphasis(data)
+    assert max(w[1] for w in words) == 15 and {w[2] for w in words} == {0, 1, 2, 3}  # the cap, every emphasis
+    table = reference_next_words(data)
+    assert len(table) > 20 and {k: int(aux[text.NEXT_WORDS + k]) for k in table} == table
+    assert np.count_nonzero(aux[text.NEXT_WORDS:]) == len(table)
 
 
 def _name_after(data: bytes) -> int:
@@ -122,12 +148,15 @@ def _hashes(kind, c4, words, st, aux, hist, out):
 
 def test_the_text_state_contexts_read_their_words():
     # each context's hash against its definition (.bit.contexts' table), inside a word and between words
+    last = 0x123456789ABCDEF  # the last word's hash (its top 16 bits pick its next-word entry: 0x0123)
     words = np.zeros((2, text.TEXT_SIZE), dtype=np.int64)
     words[:, text.WORD0] = (123456789, 0)
-    words[:, text.WORD1] = 987654321
+    words[:, text.WORD1] = last
     words[:, text.LETTERS], words[:, text.OPENER], words[:, text.NAME] = 0x1234567, 91, 5555
     words[:, text.MARKUP] = 0x24  # in [[...]], bracket depth 2
-    words[:, text.TOKEN], words[:, text.SENTENCE] = 777, 3
+    words[:, text.TOKEN], words[:, text.SENTENCE], words[:, text.EMPHASIS] = 777, 3, 2
+    aux = np.arange(text.AUX_SIZE, dtype=np.int32) * 7
+    followed = int(aux[text.NEXT_WORDS + 0x0123])
     words[:, text.CLASSES] = (0o1222, 0o2221)  # three letters (word position 2); a space (8 + class of c1)
     c4 = np.array([0x61626364, 0x20616263], dtype=np.int64)
     mask = (1 << 64) - 1
@@ -139,21 +168,25 @@ def test_the_text_state_contexts_read_their_words():
     expected = {
         contexts.IDS["letters"]: [reference_mix_hash(0x1234567, 50 << 40)] * 2,
         contexts.IDS["word opener"]: [reference_mix_hash(add(123456789, 91), 52 << 40),
-                                      reference_mix_hash(add(987654321, 0x6263), 51 << 40)],
+                                      reference_mix_hash(add(last, 0x6263), 51 << 40)],
         contexts.IDS["markup name"]: [reference_mix_hash(add(5555, 123456789), 54 << 40),
-                                      reference_mix_hash(add(5555, add(987654321, 0x63)), 55 << 40)],
+                                      reference_mix_hash(add(5555, add(last, 0x63)), 55 << 40)],
         contexts.IDS["word in markup"]: [reference_mix_hash(add(123456789, (0x24 << 8) | 0x64), 56 << 40),
-                                         reference_mix_hash(add(987654321, (0x24 << 8) | 0x63), 56 << 40)],
+                                         reference_mix_hash(add(last, (0x24 << 8) | 0x63), 56 << 40)],
         contexts.IDS["name position"]: [reference_mix_hash(add(5555, (2 << 8) | 0x64), 57 << 40),
                                         reference_mix_hash(add(5555, ((8 + 2) << 8) | 0x63), 57 << 40)],
-        contexts.IDS["last word"]: [reference_mix_hash(add(987654321, 0x64), 58 << 40),
-                                    reference_mix_hash(add(987654321, 0x63), 58 << 40)],
+        contexts.IDS["last word"]: [reference_mix_hash(add(last, 0x64), 58 << 40),
+                                    reference_mix_hash(add(last, 0x63), 58 << 40)],
         contexts.IDS["token"]: [reference_mix_hash(777, 59 << 40)] * 2,
         contexts.IDS["sentence"]: [reference_mix_hash(add(123456789, (3 << 8) | 0x64), 60 << 40),
                                    reference_mix_hash((3 << 8) | 0x63, 60 << 40)],
+        contexts.IDS["next word"]: [
+            reference_mix_hash(add(followed, reference_mix_hash(123456789, 11 << 40)), 61 << 40),
+            reference_mix_hash(add(followed, reference_mix_hash(0x63, 11 << 40)), 61 << 40)],
+        contexts.IDS["emphasis"]: [reference_mix_hash(add(123456789, (2 << 8) | 0x64), 62 << 40),
+                                   reference_mix_hash((2 << 8) | 0x63, 62 << 40)],
     }
     for kind, hashes in expected.items():
         out = np.zeros(2, dtype=np.int64)
-        _hashes(kind, c4, words, np.zeros(text.TEXT_SIZE, dtype=np.int64), np.zeros(1, dtype=np.int32),
-                np.zeros(16, dtype=np.uint8), out)
+        _hashes(kind, c4, words, np.zeros(text.TEXT_SIZE, dtype=np.int64), aux, np.zeros(16, dtype=np.uint8), out)
         assert out.tolist() == hashes, contexts.NAMES[kind]

@@ -39,9 +39,10 @@ CM_FIELDS = ("table_bits", "hist_bits", "contexts", "mixers", "apms")
 #: name (the text state's words of the same names), each of which gained more than the order it
 #: replaced: -0.26% on enwik8_1M in the same time and memory (bench/RESULTS.md).  Then word in
 #: markup and name position: -0.18% on enwik8_1M (bench/RESULTS.md).  Then last word, token and
-#: sentence, the best three of sixteen candidates screened one by one on enwik8_1M.
+#: sentence, the best three of twenty candidates added one at a time, and next word and emphasis,
+#: the best pair of six more added to those three (-0.32% on enwik8_1M together, bench/RESULTS.md).
 TEXT_KINDS = tuple(sorted((0, 2, 4, 6, 7, 8, 9, 16, 17, 14, 18, 11, 15, 10, 13, 19, 20, 34, 35, 36, 37, 38,
-                           39, 40, 41)))
+                           39, 40, 41, 42, 43)))
 #: and the structure contexts (issue 14: fixed-size records, tables, one-bit and 8-bit images), idle
 #: while no record or image row is found, so text pays little for them (bench/RESULTS.md)
 STRUCTURE_KINDS = tuple(range(21, 32))

@@ -57,6 +57,10 @@ low bits, ``c1`` = the last byte; words and the other text state: :mod:`.text`):
                           (text TOKEN: case kept, any byte above 32)
     41  sentence          the word, how many words of the sentence came   60
                           before it (text SENTENCE) and c1
+    42  next word         the word that followed the last word the last   61
+                          time (text aux, a word-level indirect) and the
+                          word (between words c1)
+    43  emphasis          the word, wiki emphasis (text EMPHASIS) and c1  62
 
 The record contexts (21-28) include the record length ``w`` in their hash; without a record
 (``w`` = 0) they are idle: the model gives them no input and trains nothing of theirs (text has no
@@ -65,7 +69,8 @@ are idle likewise unless :mod:`.record` finds an 8-bit image, and the x86 instru
 (32, 33) outside blocks coded as x86 code.  Kinds from 34 on are text contexts again (never idle): a
 model puts its text contexts first, whatever their ids (cm.Config.context_kinds).  Kinds 21-31 are
 the structure contexts; their regions, the instruction contexts' and those of the small text
-contexts (:data:`SMALL_TEXT_KINDS`: word trio, column, sparse 2, line start) are smaller (see cm).
+contexts (:data:`SMALL_TEXT_KINDS`: word trio, column, sparse 2, line start, next word, emphasis) are
+smaller (see cm).
 Kinds from 32 on need the wider component record (see cm.Config).
 
 A model's component list names the kinds it uses, in order; the k-th listed context owns region k
@@ -96,15 +101,16 @@ NAMES = ("order 2", "order 3", "order 4", "order 6", "word", "order 5", "word pa
          "record neighbours", "record column", "image", "image rows", "pixels",
          "pixels wide", "gray gradient", "gray above", "gray vertical", "x86 instruction", "x86 opcodes",
          "letters", "word opener", "markup name", "word in markup", "name position",
-         "last word", "token", "sentence")
+         "last word", "token", "sentence", "next word", "emphasis")
 IDS = {name: kind for kind, name in enumerate(NAMES)}
-#: kinds whose regions are a quarter of the others' (see cm.Config.region_bits): the four text
-#: contexts that joined levels 2 and 3 last (issue 12; no earlier preset used them), which gain
-#: nearly as much so (bench/RESULTS.md) and keep level 2 within 1.5 GiB on 3 MB of text
-SMALL_TEXT_KINDS = (10, 13, 19, 20)
+#: kinds whose regions are a quarter of the others' (see cm.Config.region_bits): four text contexts
+#: that joined levels 2 and 3 together (issue 12; no earlier preset used them), which gain nearly as
+#: much so (bench/RESULTS.md) and keep level 2 within 1.5 GiB on 3 MB of text, and next word and
+#: emphasis (a quarter region cost them 0.005% on enwik8_1M; level 3 stays within 1.5 GiB)
+SMALL_TEXT_KINDS = (10, 13, 19, 20, 42, 43)
 #: each kind's order, the bytes before the current one it spans, where it is one (else 0): the longest
 #: of them with history selects mixer weights (:mod:`.mixer`)
-ORDERS = (2, 3, 4, 6, 0, 5, 0, 0, 8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) + (0,) * image.N_GRAY_KINDS + (0, 0) + (0,) * 8
+ORDERS = (2, 3, 4, 6, 0, 5, 0, 0, 8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) + (0,) * image.N_GRAY_KINDS + (0, 0) + (0,) * 10
 
 
 @kernel(inline=True)
@@ -116,7 +122,7 @@ def context_hash(kind, c4, c8, st, t0, r0, i0, aux, hist, hist_mask, pos):
     ``hist_mask``, ``pos``: the history ring and the position of the next byte.
     """
     if kind >= 34:
-        return _word_state_hash(kind, c4, st, t0)
+        return _word_state_hash(kind, c4, st, t0, aux)
     if kind < 10:
         if kind == 0:
             return mix_hash(c4 & 0xFFFF, 2 << 40)
@@ -179,10 +185,16 @@ def context_hash(kind, c4, c8, st, t0, r0, i0, aux, hist, hist_mask, pos):
 
 
 @kernel(inline=True)
-def _word_state_hash(kind, c4, st, t0):
-    """The contexts of the text state's LETTERS, OPENER, NAME, MARKUP, TOKEN and SENTENCE words and
-    the last word's (kinds 34-41)."""
+def _word_state_hash(kind, c4, st, t0, aux):
+    """The contexts of the text state's LETTERS, OPENER, NAME, MARKUP, TOKEN, SENTENCE and EMPHASIS
+    words, the last word's and the next word's (kinds 34-43)."""
     word = st[t0 + text.WORD0]
+    if kind == 42:
+        latest = word if word != 0 else c4 & 0xFF
+        return mix_hash(wrapping_add(np.int64(aux[text.word_slot(st[t0 + text.WORD1])]), mix_hash(latest, 11 << 40)),
+                        61 << 40)
+    if kind == 43:
+        return mix_hash(wrapping_add(word, (st[t0 + text.EMPHASIS] << 8) | (c4 & 0xFF)), 62 << 40)
     if kind == 39:
         return mix_hash(wrapping_add(st[t0 + text.WORD1], c4 & 0xFF), 58 << 40)
     if kind == 40:

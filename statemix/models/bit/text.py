@@ -28,19 +28,27 @@ from ``t0`` and in one int32 array ``aux`` (the indirect tables)::
                   of 32 or less
     SENTENCE      how many words have ended since the last ``.``, ``!``, ``?`` or newline (capped
                   at 15): 0 for the first word of a sentence
+    QUOTES        how many ``'`` in a row end the text so far
+    EMPHASIS      wiki emphasis, bits: 0 inside ``''...''`` (italic), 1 inside ``'''...'''`` (bold);
+                  a run of 2 ``'`` toggles bit 0, of 3 bit 1, of 5 both; a newline clears both
     aux[0:256]        for each byte b, the last two bytes that followed b (16 bits, the newer low)
     aux[256:65792]    the same for each pair of bytes (order-2 indirect)
+    aux[65792:131328] for each word (by the top 16 bits of its hash, :func:`word_slot`), the low 31
+                      bits of the hash of the word that followed it last time
 """
 
 from __future__ import annotations
 
+import numpy as np
 
 from ..._jit import kernel
 from .hashing import mix_hash
 
-WORD0, WORD1, WORD2, WORD3, LINE, ABOVE, MARKUP, CLASSES, LETTERS, OPENER, NAME, NAMING, TOKEN, SENTENCE = range(14)
-TEXT_SIZE = 14
-AUX_SIZE = 256 + 65536
+(WORD0, WORD1, WORD2, WORD3, LINE, ABOVE, MARKUP, CLASSES, LETTERS, OPENER, NAME, NAMING, TOKEN, SENTENCE, QUOTES,
+ EMPHASIS) = range(16)
+TEXT_SIZE = 16
+NEXT_WORDS = 256 + 65536  # where the words that followed each word start in aux
+AUX_SIZE = NEXT_WORDS + 65536
 
 
 @kernel(inline=True)
@@ -62,6 +70,12 @@ def char_class(byte):
     if 33 <= byte <= 47 or 58 <= byte <= 64 or 91 <= byte <= 96 or 123 <= byte <= 126:
         return 5
     return 0
+
+
+@kernel(inline=True)
+def word_slot(word):
+    """The entry of ``word`` (a WORD hash) in the table of the words that followed each word."""
+    return NEXT_WORDS + ((word >> 48) & 0xFFFF)
 
 
 @kernel(inline=True)
@@ -117,6 +131,7 @@ def text_update(st, t0, aux, pos, byte, c1, c2):
             st[t0 + NAME] = mix_hash(st[t0 + NAME], letter)
         st[t0 + WORD0] = mix_hash(st[t0 + WORD0], letter)
     elif st[t0 + WORD0] != 0:
+        aux[word_slot(st[t0 + WORD1])] = np.int32(st[t0 + WORD0] & 0x7FFFFFFF)
         st[t0 + SENTENCE] = min(st[t0 + SENTENCE] + 1, 15)
         st[t0 + WORD3] = st[t0 + WORD2]
         st[t0 + WORD2] = st[t0 + WORD1]
@@ -128,6 +143,15 @@ def text_update(st, t0, aux, pos, byte, c1, c2):
         st[t0 + NAME] = byte
     elif st[t0 + NAMING] and not is_letter and not (byte == 47 and (c1 == 60 or c1 == 59)):
         st[t0 + NAMING] = 0
+    if byte == 39:
+        st[t0 + QUOTES] += 1
+    else:
+        quotes = st[t0 + QUOTES]
+        if quotes == 2 or quotes == 3 or quotes == 5:
+            st[t0 + EMPHASIS] ^= 1 if quotes == 2 else 2 if quotes == 3 else 3
+        st[t0 + QUOTES] = 0
+        if byte == 10:
+            st[t0 + EMPHASIS] = 0
     if byte == 46 or byte == 33 or byte == 63 or byte == 10:
         st[t0 + SENTENCE] = 0
     st[t0 + TOKEN] = mix_hash(st[t0 + TOKEN], byte + 1) if byte > 32 else 0
