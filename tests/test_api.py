@@ -1022,7 +1022,7 @@ def test_read_info_one_stream():
 def test_read_info_empty_stream():
     (info,) = statemix.read_info(io.BytesIO(GOLDEN_EMPTY))
     assert info.blocks == []
-    assert info.compressed_size == len(GOLDEN_EMPTY) == 32
+    assert info.compressed_size == len(GOLDEN_EMPTY) == 33
     assert info.uncompressed_size == 0
     assert info.crc32 == 0
 
