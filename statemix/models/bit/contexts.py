@@ -109,8 +109,10 @@ IDS = {name: kind for kind, name in enumerate(NAMES)}
 #: emphasis (a quarter region cost them 0.005% on enwik8_1M; level 3 stays within 1.5 GiB)
 SMALL_TEXT_KINDS = (10, 13, 19, 20, 42, 43)
 #: each kind's order, the bytes before the current one it spans, where it is one (else 0): the longest
-#: of them with history selects mixer weights (:mod:`.mixer`)
-ORDERS = (2, 3, 4, 6, 0, 5, 0, 0, 8, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0) + (0,) * image.N_GRAY_KINDS + (0, 0) + (0,) * 10
+#: of them with history selects mixer weights (:mod:`.mixer`); the kinds after order 1 history are
+#: none
+_ORDERS_TO_ORDER_1 = (2, 3, 4, 6, 0, 5, 0, 0, 8, 1)
+ORDERS = _ORDERS_TO_ORDER_1 + (0,) * (len(NAMES) - len(_ORDERS_TO_ORDER_1))
 
 
 @kernel(inline=True)

@@ -150,12 +150,11 @@ def text_update(st, t0, aux, pos, byte, c1, c2):
         if quotes == 2 or quotes == 3 or quotes == 5:
             st[t0 + EMPHASIS] ^= 1 if quotes == 2 else 2 if quotes == 3 else 3
         st[t0 + QUOTES] = 0
-        if byte == 10:
-            st[t0 + EMPHASIS] = 0
     if byte == 46 or byte == 33 or byte == 63 or byte == 10:
         st[t0 + SENTENCE] = 0
     st[t0 + TOKEN] = mix_hash(st[t0 + TOKEN], byte + 1) if byte > 32 else 0
     if byte == 10:
+        st[t0 + EMPHASIS] = 0
         st[t0 + ABOVE] = st[t0 + LINE]
         st[t0 + LINE] = pos
     st[t0 + MARKUP] = _markup(st[t0 + MARKUP], byte, c1)
