@@ -38,7 +38,7 @@ def test_memory_limit():
     spec = spec_for_level(3)
     need = memory_needed(spec)
     assert need == cm.Config.from_bytes(spec.parameters).memory_bytes() > 400 << 20
-    with pytest.raises(StatemixError, match=r"^this stream's model needs 1,479 MiB of memory, more than the "
+    with pytest.raises(StatemixError, match=r"^this stream's model needs 1,509 MiB of memory, more than the "
                                             r"limit of 300 MiB \(raise it with --memory\)$"):
         build_model(spec, memory_limit=300 << 20)
     build_model(spec_for_level(1, 1000), memory_limit=need)
@@ -46,8 +46,8 @@ def test_memory_limit():
 
 
 @pytest.mark.parametrize("model,level,hint,words", [
-    ("cm", 2, None, "cm level 2 (40 contexts of 16 MiB, 8 of them record contexts of 2 MiB, 3 of them 8-bit image "
-                    "contexts of 1 MiB, 2 of them x86 instruction contexts of 2 MiB, 6 of them small text contexts of "
+    ("cm", 2, None, "cm level 2 (48 contexts of 16 MiB, 8 of them record contexts of 2 MiB, 3 of them 8-bit image "
+                    "contexts of 1 MiB, 2 of them x86 instruction contexts of 2 MiB, 14 of them small text contexts of "
                     "4 MiB: order 2, order 4,"),
     ("cm", 1, 5000, "cm level 1 (5 contexts of"),
     ("cm", 3, None, "cm level 3 ("),

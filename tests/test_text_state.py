@@ -1,5 +1,6 @@
-"""The text state's LETTERS, OPENER, NAME, TOKEN, SENTENCE and EMPHASIS words and its next-word table
-(.bit.text) against a plain Python reference, and the contexts built on them (.bit.contexts kinds 34-43)."""
+"""The text state's LETTERS, OPENER, NAME, TOKEN, SENTENCE, EMPHASIS, RUNS and RUN_LENGTH words and its
+next-word table (.bit.text) against a plain Python reference, and the contexts built on them
+(.bit.contexts kinds 34-51)."""
 
 from __future__ import annotations
 
@@ -125,6 +126,52 @@ def test_token_sentence_emphasis_and_next_words_match_the_reference():
     assert np.count_nonzero(aux[text.NEXT_WORDS:]) == len(table)
 
 
+def reference_class(byte: int) -> int:
+    """A byte's class, from the text module docstring's list."""
+    if byte >= 128:
+        return 7
+    if chr(byte).islower() and byte < 128:
+        return 2
+    if chr(byte).isupper():
+        return 3
+    if chr(byte).isdigit():
+        return 4
+    if byte <= 32:
+        return 1
+    if chr(byte) in "<>&;[]{}|=":
+        return 6
+    return 5 if chr(byte) in "!\"#$%'()*+,-./:?@\\^_`~" else 0
+
+
+def reference_runs(data: bytes) -> list[tuple[int, int]]:
+    """(RUNS, RUN_LENGTH) after each byte: the classes of the last 8 runs of one class, the length of
+    the last run (up to 255)."""
+    runs, length, before = 0, 0, 0  # the text state starts with class 0 ("other") before the data
+    out = []
+    for byte in data:
+        byte_class = reference_class(byte)
+        if byte_class != before:
+            runs, length = ((runs << 3) | byte_class) & 0xFFFFFF, 0
+        length, before = min(length + 1, 255), byte_class
+        out.append((runs, length))
+    return out
+
+
+def test_class_runs_match_the_reference():
+    rng = random.Random(11)
+    pieces = [b"[[Greek]] ", b"The 1987 cat, ", b"&lt;ref&gt;", b"{{cite|a=b}}", b"\n\n", b" " * 300, b"x" * 260,
+              b"\x7f\x7f\xe2\x80\x94", bytes(rng.randrange(256) for _ in range(30))]
+    data = b"".join(rng.choice(pieces) for _ in range(300))
+    out = np.zeros((len(data), text.TEXT_SIZE), dtype=np.int64)
+    _text_states(np.frombuffer(data, dtype=np.uint8), np.zeros(text.TEXT_SIZE, dtype=np.int64),
+                 np.zeros(text.AUX_SIZE, dtype=np.int32), out)
+    runs = [(int(r[text.RUNS]), int(r[text.RUN_LENGTH])) for r in out]
+    assert runs == reference_runs(data)
+    assert max(r[1] for r in runs) == 255 and len({r[0] & 7 for r in runs}) == 8  # the cap, every class
+    assert {reference_class(b) for b in range(256)} == set(range(8))
+    assert [reference_class(b) for b in range(256)] == [text.char_class.py_func(b) for b in range(256)]
+
+
 def _name_after(data: bytes) -> int:
     return text_words(data)[-1][2]
 
@@ -189,4 +236,55 @@ def test_the_text_state_contexts_read_their_words():
     for kind, hashes in expected.items():
         out = np.zeros(2, dtype=np.int64)
         _hashes(kind, c4, words, np.zeros(text.TEXT_SIZE, dtype=np.int64), aux, np.zeros(16, dtype=np.uint8), out)
+        assert out.tolist() == hashes, contexts.NAMES[kind]
+
+
+@kernel
+def _shape_hashes(kind, c4, words, st, aux, hist, positions, out):
+    for i in range(words.shape[0]):
+        for k in range(st.shape[0]):
+            st[k] = words[i, k]
+        out[i] = context_hash(kind, c4, np.int64(0), st, 0, 0, 0, aux, hist, np.int64(15), positions[i])
+
+
+def test_the_shape_contexts_read_their_words_and_the_line():
+    # kinds 44-51 against their definitions (.bit.contexts' table): in a line whose first byte is
+    # 0x2A (the history's byte at the line's start, 0x13 = 3 mod 16), and right after a newline (no
+    # byte of the line yet: 0)
+    words = np.zeros((2, text.TEXT_SIZE), dtype=np.int64)
+    words[:, text.WORD0], words[:, text.WORD1] = 123456789, 0x123456789ABCDEF
+    words[:, text.MARKUP], words[:, text.CLASSES] = 0x24, 0o12223456
+    words[:, text.RUNS], words[:, text.RUN_LENGTH] = 0o7654321, (5, 2)
+    words[:, text.LINE] = 0x13
+    positions = np.array([0x18, 0x13], dtype=np.int64)
+    hist = np.zeros(16, dtype=np.uint8)
+    hist[3] = 0x2A
+    c4 = 0x61626364
+    mask = (1 << 64) - 1
+
+    def add(a: int, b: int) -> int:
+        v = (a + b) & mask
+        return v - (1 << 64) if v >> 63 else v
+
+    runs, classes = 0o7654321, 0o12223456
+    expected = {
+        contexts.IDS["class runs"]: [reference_mix_hash((runs << 10) | (3 << 8) | 0x64, 63 << 40),
+                                     reference_mix_hash((runs << 10) | (2 << 8) | 0x64, 63 << 40)],
+        contexts.IDS["runs order 2"]: [reference_mix_hash(add(reference_mix_hash(runs, 11 << 40), 0x6364), 64 << 40)] * 2,
+        contexts.IDS["classes order 2"]: [
+            reference_mix_hash(add(reference_mix_hash(classes, 11 << 40), 0x6364), 65 << 40)] * 2,
+        contexts.IDS["line and markup"]: [reference_mix_hash((0x2A << 24) | (0x24 << 16) | 0x6364, 66 << 40),
+                                          reference_mix_hash((0x24 << 16) | 0x6364, 66 << 40)],
+        contexts.IDS["classes and last word"]: [reference_mix_hash(add(0x123456789ABCDEF, classes), 67 << 40)] * 2,
+        contexts.IDS["line and word"]: [reference_mix_hash(add(123456789, (0x2A << 8) | 0x64), 68 << 40),
+                                        reference_mix_hash(add(123456789, 0x64), 68 << 40)],
+        contexts.IDS["markup order 3"]: [reference_mix_hash((0x24 << 24) | 0x626364, 69 << 40)] * 2,
+        contexts.IDS["line and classes"]: [reference_mix_hash((classes << 16) | (0x2A << 8) | 0x64, 70 << 40),
+                                           reference_mix_hash((classes << 16) | 0x64, 70 << 40)],
+    }
+    assert sorted(expected) == list(range(44, 52))
+    for kind, hashes in expected.items():
+        out = np.zeros(2, dtype=np.int64)
+        _shape_hashes(kind, c4, words, np.zeros(text.TEXT_SIZE, dtype=np.int64), np.zeros(1, dtype=np.int32), hist,
+                      positions, out)
         assert out.tolist() == hashes, contexts.NAMES[kind]

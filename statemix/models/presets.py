@@ -41,8 +41,11 @@ CM_FIELDS = ("table_bits", "hist_bits", "contexts", "mixers", "apms")
 #: markup and name position: -0.18% on enwik8_1M (bench/RESULTS.md).  Then last word, token and
 #: sentence, the best three of twenty candidates added one at a time, and next word and emphasis,
 #: the best pair of six more added to those three (-0.32% on enwik8_1M together, bench/RESULTS.md).
+#: Then eight contexts of the text's shape (class runs, byte classes, the line's first byte, the
+#: markup state) with the last bytes or words, the best of 30 candidates screened on top of those
+#: (-0.88% on enwik8_1M together, bench/RESULTS.md).
 TEXT_KINDS = tuple(sorted((0, 2, 4, 6, 7, 8, 9, 16, 17, 14, 18, 11, 15, 10, 13, 19, 20, 34, 35, 36, 37, 38,
-                           39, 40, 41, 42, 43)))
+                           39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51)))
 #: and the structure contexts (issue 14: fixed-size records, tables, one-bit and 8-bit images), idle
 #: while no record or image row is found, so text pays little for them (bench/RESULTS.md)
 STRUCTURE_KINDS = tuple(range(21, 32))
@@ -71,18 +74,21 @@ BYTE_HISTORIES_MIN_FIT = 23
 #: share of the coded probability 15/16, the fifth APM keyed by the word pair (bench/RESULTS.md,
 #: issue 12: -0.08% on enwik8_1M, -0.13% on enwik8_3M, in the same time, 8 MiB more).
 #: Level 1 has 2 mixers and 2**22-byte regions (bench/RESULTS.md, issue 12: -2.4% on enwik8_1M for
-#: 1.2 times the time; 1 mixer and 2**20 before).
+#: 1.2 times the time; 1 mixer and 2**20 before).  Level 3's history (and match table) holds 2**25
+#: bytes since the shape contexts (2**26 before: its tables would have needed 1,572 MiB, over the
+#: decoder's default limit; inputs under 32 MiB code as before).
 CM_LEVELS = {
     1: dict(table_bits=22, hist_bits=22, contexts=5, mixers=2, apms=1),
     2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=1,
             detector=2, byte_histories=True, revision=4),
-    3: dict(table_bits=25, hist_bits=26, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=2,
+    3: dict(table_bits=25, hist_bits=25, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=2,
             detector=2, byte_histories=True, revision=4),
 }
-#: Largest sizes any cm preset writes: a record asking for more is corrupt (and could not be
-#: allocated on an ordinary machine: 2**26 * 10 bytes of tables alone is 640 MiB).
+#: Largest sizes any cm preset writes or wrote (level 3's history had 2**26 bytes before the shape
+#: contexts): a record asking for more is corrupt (and could not be allocated on an ordinary
+#: machine: 2**26 * 10 bytes of tables alone is 640 MiB).
 CM_MAX_TABLE_BITS = max(p["table_bits"] for p in CM_LEVELS.values())
-CM_MAX_HIST_BITS = max(p["hist_bits"] for p in CM_LEVELS.values())
+CM_MAX_HIST_BITS = 26
 CM_MIN_TABLE_BITS, CM_MIN_HIST_BITS = 12, 16
 
 

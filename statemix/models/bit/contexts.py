@@ -61,6 +61,20 @@ low bits, ``c1`` = the last byte; words and the other text state: :mod:`.text`):
                           time (text aux, a word-level indirect) and the
                           word (between words c1)
     43  emphasis          the word, wiki emphasis (text EMPHASIS) and c1  62
+    44  class runs        the classes of the last 8 runs of bytes of one  63
+                          class (text RUNS), the current run's length
+                          (up to 3) and c1
+    45  runs order 2      the class runs and c2 c1                        64  (class runs salted 11)
+    46  classes order 2   the classes of the last 8 bytes (text CLASSES)  65  (classes salted 11)
+                          and c2 c1
+    47  line and markup   the line's first byte, the markup state and     66
+                          c2 c1
+    48  classes and last  the last word and the classes of the last 8     67
+        word              bytes
+    49  line and word     the line's first byte, the word and c1          68
+    50  markup order 3    the markup state and c3 c2 c1                   69
+    51  line and classes  the line's first byte, the classes of the last  70
+                          8 bytes and c1
 
 The record contexts (21-28) include the record length ``w`` in their hash; without a record
 (``w`` = 0) they are idle: the model gives them no input and trains nothing of theirs (text has no
@@ -69,8 +83,8 @@ are idle likewise unless :mod:`.record` finds an 8-bit image, and the x86 instru
 (32, 33) outside blocks coded as x86 code.  Kinds from 34 on are text contexts again (never idle): a
 model puts its text contexts first, whatever their ids (cm.Config.context_kinds).  Kinds 21-31 are
 the structure contexts; their regions, the instruction contexts' and those of the small text
-contexts (:data:`SMALL_TEXT_KINDS`: word trio, column, sparse 2, line start, next word, emphasis) are
-smaller (see cm).
+contexts (:data:`SMALL_TEXT_KINDS`: word trio, column, sparse 2, line start, next word, emphasis and
+the shape contexts 44-51) are smaller (see cm).
 Kinds from 32 on need the wider component record (see cm.Config).
 
 A model's component list names the kinds it uses, in order; the k-th listed context owns region k
@@ -101,13 +115,16 @@ NAMES = ("order 2", "order 3", "order 4", "order 6", "word", "order 5", "word pa
          "record neighbours", "record column", "image", "image rows", "pixels",
          "pixels wide", "gray gradient", "gray above", "gray vertical", "x86 instruction", "x86 opcodes",
          "letters", "word opener", "markup name", "word in markup", "name position",
-         "last word", "token", "sentence", "next word", "emphasis")
+         "last word", "token", "sentence", "next word", "emphasis", "class runs", "runs order 2", "classes order 2",
+         "line and markup", "classes and last word", "line and word", "markup order 3", "line and classes")
 IDS = {name: kind for kind, name in enumerate(NAMES)}
 #: kinds whose regions are a quarter of the others' (see cm.Config.region_bits): four text contexts
 #: that joined levels 2 and 3 together (issue 12; no earlier preset used them), which gain nearly as
 #: much so (bench/RESULTS.md) and keep level 2 within 1.5 GiB on 3 MB of text, and next word and
-#: emphasis (a quarter region cost them 0.005% on enwik8_1M; level 3 stays within 1.5 GiB)
-SMALL_TEXT_KINDS = (10, 13, 19, 20, 42, 43)
+#: emphasis (a quarter region cost them 0.005% on enwik8_1M; level 3 stays within 1.5 GiB), and the
+#: eight shape contexts 44-51 (a quarter region cost them 0.036% on enwik8_1M; at full size level 3
+#: would need 1,812 MiB)
+SMALL_TEXT_KINDS = (10, 13, 19, 20, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51)
 #: each kind's order, the bytes before the current one it spans, where it is one (else 0): the longest
 #: of them with history selects mixer weights (:mod:`.mixer`); the kinds after order 1 history are
 #: none
@@ -123,6 +140,8 @@ def context_hash(kind, c4, c8, st, t0, r0, i0, aux, hist, hist_mask, pos):
     (:mod:`.record`); ``st[i0]``: the x86 instruction state (:mod:`.instructions`); ``hist``,
     ``hist_mask``, ``pos``: the history ring and the position of the next byte.
     """
+    if kind >= 44:
+        return _shape_hash(kind, c4, st, t0, hist, hist_mask, pos)
     if kind >= 34:
         return _word_state_hash(kind, c4, st, t0, aux)
     if kind < 10:
@@ -218,6 +237,32 @@ def _word_state_hash(kind, c4, st, t0, aux):
     if word == 0:
         return mix_hash(wrapping_add(st[t0 + text.NAME], wrapping_add(st[t0 + text.WORD1], c4 & 0xFF)), 55 << 40)
     return mix_hash(wrapping_add(st[t0 + text.NAME], word), 54 << 40)
+
+
+@kernel(inline=True)
+def _shape_hash(kind, c4, st, t0, hist, hist_mask, pos):
+    """The contexts of the text's shape: its byte classes and class runs (text CLASSES and RUNS), the
+    line's first byte and the markup state, with the last bytes or words (kinds 44-51)."""
+    c1 = c4 & 0xFF
+    classes = st[t0 + text.CLASSES]
+    runs = st[t0 + text.RUNS]
+    if kind == 44:
+        return mix_hash((runs << 10) | (min(st[t0 + text.RUN_LENGTH], 3) << 8) | c1, 63 << 40)
+    if kind == 45:
+        return mix_hash(wrapping_add(mix_hash(runs, 11 << 40), c4 & 0xFFFF), 64 << 40)
+    if kind == 46:
+        return mix_hash(wrapping_add(mix_hash(classes, 11 << 40), c4 & 0xFFFF), 65 << 40)
+    if kind == 48:
+        return mix_hash(wrapping_add(st[t0 + text.WORD1], classes), 67 << 40)
+    if kind == 50:
+        return mix_hash((st[t0 + text.MARKUP] << 24) | (c4 & 0xFFFFFF), 69 << 40)
+    line = st[t0 + text.LINE]
+    first = np.int64(hist[line & hist_mask]) if pos > line else np.int64(0)
+    if kind == 47:
+        return mix_hash((first << 24) | (st[t0 + text.MARKUP] << 16) | (c4 & 0xFFFF), 66 << 40)
+    if kind == 49:
+        return mix_hash(wrapping_add(st[t0 + text.WORD0], (first << 8) | c1), 68 << 40)
+    return mix_hash((classes << 16) | (first << 8) | c1, 70 << 40)
 
 
 def can_idle(kind: int) -> bool:

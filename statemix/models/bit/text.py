@@ -31,6 +31,10 @@ from ``t0`` and in one int32 array ``aux`` (the indirect tables)::
     QUOTES        how many ``'`` in a row end the text so far
     EMPHASIS      wiki emphasis, bits: 0 inside ``''...''`` (italic), 1 inside ``'''...'''`` (bold);
                   a run of 2 ``'`` toggles bit 0, of 3 bit 1, of 5 both; a newline clears both
+    RUNS          the classes (as in CLASSES) of the last 8 runs of bytes of one class, 3 bits each,
+                  the current run's in the low bits: the text's shape (``[[Greek`` is markup,
+                  uppercase, lowercase), however long each run
+    RUN_LENGTH    the bytes of the current run so far, 1..255
     aux[0:256]        for each byte b, the last two bytes that followed b (16 bits, the newer low)
     aux[256:65792]    the same for each pair of bytes (order-2 indirect)
     aux[65792:131328] for each word (by the top 16 bits of its hash, :func:`word_slot`), the low 31
@@ -45,8 +49,8 @@ from ..._jit import kernel
 from .hashing import mix_hash
 
 (WORD0, WORD1, WORD2, WORD3, LINE, ABOVE, MARKUP, CLASSES, LETTERS, OPENER, NAME, NAMING, TOKEN, SENTENCE, QUOTES,
- EMPHASIS) = range(16)
-TEXT_SIZE = 16
+ EMPHASIS, RUNS, RUN_LENGTH) = range(18)
+TEXT_SIZE = 18
 NEXT_WORDS = 256 + 65536  # where the words that followed each word start in aux
 AUX_SIZE = NEXT_WORDS + 65536
 
@@ -158,7 +162,12 @@ def text_update(st, t0, aux, pos, byte, c1, c2):
         st[t0 + ABOVE] = st[t0 + LINE]
         st[t0 + LINE] = pos
     st[t0 + MARKUP] = _markup(st[t0 + MARKUP], byte, c1)
-    st[t0 + CLASSES] = ((st[t0 + CLASSES] << 3) | char_class(byte)) & 0xFFFFFF
+    byte_class = char_class(byte)
+    if byte_class != (st[t0 + CLASSES] & 7):
+        st[t0 + RUNS] = ((st[t0 + RUNS] << 3) | byte_class) & 0xFFFFFF
+        st[t0 + RUN_LENGTH] = 0
+    st[t0 + RUN_LENGTH] = min(st[t0 + RUN_LENGTH] + 1, 255)
+    st[t0 + CLASSES] = ((st[t0 + CLASSES] << 3) | byte_class) & 0xFFFFFF
     aux[c1] = ((aux[c1] << 8) | byte) & 0xFFFF
     pair = 256 + (c2 << 8) + c1
     aux[pair] = ((aux[pair] << 8) | byte) & 0xFFFF
