@@ -42,8 +42,8 @@ CM_FIELDS = ("table_bits", "hist_bits", "contexts", "mixers", "apms")
 #: sentence, the best three of twenty candidates added one at a time, and next word and emphasis,
 #: the best pair of six more added to those three (-0.32% on enwik8_1M together, bench/RESULTS.md).
 #: Then eight contexts of the text's shape (class runs, byte classes, the line's first byte, the
-#: markup state) with the last bytes or words, the best of 30 candidates screened on top of those
-#: (-0.88% on enwik8_1M together, bench/RESULTS.md).
+#: markup state) with the last bytes or words, the best eight of 31 candidates screened on top of
+#: those (-0.85% on enwik8_1M, -0.93% on enwik8_3M together, bench/RESULTS.md).
 TEXT_KINDS = tuple(sorted((0, 2, 4, 6, 7, 8, 9, 16, 17, 14, 18, 11, 15, 10, 13, 19, 20, 34, 35, 36, 37, 38,
                            39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51)))
 #: and the structure contexts (issue 14: fixed-size records, tables, one-bit and 8-bit images), idle
