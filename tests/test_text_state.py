@@ -130,7 +130,7 @@ def reference_class(byte: int) -> int:
     """A byte's class, from the text module docstring's list."""
     if byte >= 128:
         return 7
-    if chr(byte).islower() and byte < 128:
+    if chr(byte).islower():
         return 2
     if chr(byte).isupper():
         return 3
@@ -186,11 +186,13 @@ def test_names_of_markup_constructs():
 
 
 @kernel
-def _hashes(kind, c4, words, st, aux, hist, out):
+def _hashes(kind, c4, words, st, aux, hist, positions, out):
+    """The hash of context ``kind`` for each row of text state ``words`` (with ``c4`` and the next byte's
+    position from the same row of ``c4`` and ``positions``)."""
     for i in range(words.shape[0]):
         for k in range(st.shape[0]):
             st[k] = words[i, k]
-        out[i] = context_hash(kind, c4[i], np.int64(0), st, 0, 0, 0, aux, hist, np.int64(15), np.int64(0))
+        out[i] = context_hash(kind, c4[i], np.int64(0), st, 0, 0, 0, aux, hist, np.int64(15), positions[i])
 
 
 def test_the_text_state_contexts_read_their_words():
@@ -235,16 +237,9 @@ def test_the_text_state_contexts_read_their_words():
     }
     for kind, hashes in expected.items():
         out = np.zeros(2, dtype=np.int64)
-        _hashes(kind, c4, words, np.zeros(text.TEXT_SIZE, dtype=np.int64), aux, np.zeros(16, dtype=np.uint8), out)
+        _hashes(kind, c4, words, np.zeros(text.TEXT_SIZE, dtype=np.int64), aux, np.zeros(16, dtype=np.uint8),
+                np.zeros(2, dtype=np.int64), out)
         assert out.tolist() == hashes, contexts.NAMES[kind]
-
-
-@kernel
-def _shape_hashes(kind, c4, words, st, aux, hist, positions, out):
-    for i in range(words.shape[0]):
-        for k in range(st.shape[0]):
-            st[k] = words[i, k]
-        out[i] = context_hash(kind, c4, np.int64(0), st, 0, 0, 0, aux, hist, np.int64(15), positions[i])
 
 
 def test_the_shape_contexts_read_their_words_and_the_line():
@@ -259,7 +254,7 @@ def test_the_shape_contexts_read_their_words_and_the_line():
     positions = np.array([0x18, 0x13], dtype=np.int64)
     hist = np.zeros(16, dtype=np.uint8)
     hist[3] = 0x2A
-    c4 = 0x61626364
+    c4 = np.full(2, 0x61626364, dtype=np.int64)
     mask = (1 << 64) - 1
 
     def add(a: int, b: int) -> int:
@@ -270,7 +265,8 @@ def test_the_shape_contexts_read_their_words_and_the_line():
     expected = {
         contexts.IDS["class runs"]: [reference_mix_hash((runs << 10) | (3 << 8) | 0x64, 63 << 40),
                                      reference_mix_hash((runs << 10) | (2 << 8) | 0x64, 63 << 40)],
-        contexts.IDS["runs order 2"]: [reference_mix_hash(add(reference_mix_hash(runs, 11 << 40), 0x6364), 64 << 40)] * 2,
+        contexts.IDS["runs order 2"]: [
+            reference_mix_hash(add(reference_mix_hash(runs, 11 << 40), 0x6364), 64 << 40)] * 2,
         contexts.IDS["classes order 2"]: [
             reference_mix_hash(add(reference_mix_hash(classes, 11 << 40), 0x6364), 65 << 40)] * 2,
         contexts.IDS["line and markup"]: [reference_mix_hash((0x2A << 24) | (0x24 << 16) | 0x6364, 66 << 40),
@@ -285,6 +281,6 @@ def test_the_shape_contexts_read_their_words_and_the_line():
     assert sorted(expected) == list(range(44, 52))
     for kind, hashes in expected.items():
         out = np.zeros(2, dtype=np.int64)
-        _shape_hashes(kind, c4, words, np.zeros(text.TEXT_SIZE, dtype=np.int64), np.zeros(1, dtype=np.int32), hist,
-                      positions, out)
+        _hashes(kind, c4, words, np.zeros(text.TEXT_SIZE, dtype=np.int64), np.zeros(1, dtype=np.int32), hist,
+                positions, out)
         assert out.tolist() == hashes, contexts.NAMES[kind]
