@@ -27,6 +27,15 @@ def test_oversized_cm_record_is_refused_before_allocating(monkeypatch):
             memory_needed(ModelSpec(cm.MODEL_ID, bytes(record)))
 
 
+def test_level_3_records_with_the_older_history_stay_valid():
+    # level 3's history had 2**26 bytes before the shape contexts (2**25 now): the largest record a
+    # preset ever wrote is still accepted, one size more is not
+    older = dataclasses.replace(cm.config_for_level(3, None), hist_bits=26)
+    assert memory_needed(ModelSpec(cm.MODEL_ID, older.to_bytes())) == older.memory_bytes()
+    with pytest.raises(StatemixError, match="corrupt stream"):
+        memory_needed(ModelSpec(cm.MODEL_ID, dataclasses.replace(older, hist_bits=27).to_bytes()))
+
+
 def test_oversized_ssm_record_is_refused():
     for change in (dict(d_model=64), dict(layers=3), dict(table_bits=22), dict(chunk=64), dict(vocab=300)):
         spec = ModelSpec(ssm.MODEL_ID, config_with(**change).to_bytes())
