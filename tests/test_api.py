@@ -46,26 +46,34 @@ GOLDEN_EMPTY = bytes.fromhex(
     "89534d58"  # magic
     "02"  # format version
     "01"  # arithmetic version
-    "11"  # model record length
-    "01" "0004" "04" "0e10" "0905" "07" "d5efffffffff0f" "c1"  # model record: cm (id 1), component set with
-    #       a model revision: revision 4 (the final mixer's weight sets by word position, the APMs' share
-    #       of the coded probability; revision 3's mixer rates per weight set; revision 2's APM training
-    #       of both buckets and match length input), table_bits, hist_bits, 9 mixers, 5 APMs, 7 bytes of
-    #       mask of context kinds (0, 2, 4, 6-11, 13-51), byte-distribution source 1
+    "12"  # model record length
+    "01" "0004" "05" "0e10" "0905" "08" "d5efffffffffff01" "c1"  # model record: cm (id 1), component set
+    #       with a model revision: revision 5 (the small text contexts' regions; revision 4's final
+    #       mixer's weight sets by word position and APMs' share of the coded probability; revision 3's
+    #       mixer rates per weight set; revision 2's APM training of both buckets and match length
+    #       input), table_bits, hist_bits, 9 mixers, 5 APMs, 8 bytes of mask of context kinds (0, 2, 4,
+    #       6-11, 13-56), byte-distribution source 1
     #       with bits 7-6 set (11): the record detector's revision 2 (it finds no short record in text,
     #       and finds the rows of 8-bit images); bit 5 clear: no byte histories (an input under 512 KiB
     #       has none)
-    "9f3efd34"  # header CRC32
+    "12cc7dcb"  # header CRC32
     "00"  # end block
     "00"  # original length 0
     "00000000"  # CRC32 of no data
 )
 #: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 22 bytes
 GOLDEN_TEXT = bytes.fromhex(
-    "89534d580201" "11" "01000404" "0e100905" "07" "d5efffffffff0f" "c1" "9f3efd34"  # header, as above
+    "89534d580201" "12" "01000405" "0e100905" "08" "d5efffffffffff01" "c1" "12cc7dcb"  # header, as above
     "01" "cc03" "16" "cf" "5877534f"  # modelled block: raw length 460, payload 22, check, CRC32
-    "839d8280bde3947120a2a428c998a1e59d3ab624d425"  # the range coder's code word
+    "82ca34510b5d4807c9b0e47b51f6396c3f07ec4ce6fd"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same, written by level 2 before kinds 52-56 and model revision 5: it must decode as it did.
+GOLDEN_EMPTY_KINDS_TO_51 = bytes.fromhex(
+    "89534d5802011101000404" "0e10090507d5efffffffff0fc1" "9f3efd34" "00" "00" "00000000")
+GOLDEN_TEXT_KINDS_TO_51 = bytes.fromhex(
+    "89534d5802011101000404" "0e10090507d5efffffffff0fc1" "9f3efd34" "01cc0316cf5877534f"
+    "839d8280bde3947120a2a428c998a1e59d3ab624d425" "00cc035877534f"
 )
 #: The same, written by level 2 without the shape contexts (kinds 44-51): it must decode as it did.
 GOLDEN_EMPTY_KINDS_TO_43 = bytes.fromhex(
@@ -1029,7 +1037,7 @@ def test_read_info_one_stream():
 def test_read_info_empty_stream():
     (info,) = statemix.read_info(io.BytesIO(GOLDEN_EMPTY))
     assert info.blocks == []
-    assert info.compressed_size == len(GOLDEN_EMPTY) == 34
+    assert info.compressed_size == len(GOLDEN_EMPTY) == 35
     assert info.uncompressed_size == 0
     assert info.crc32 == 0
 
@@ -1201,6 +1209,12 @@ def test_golden_streams_of_the_first_level_2_still_decode():
     assert statemix.decompress(GOLDEN_TEXT_10_CONTEXTS) == GOLDEN_INPUT
 
 
+def test_golden_streams_of_levels_2_and_3_before_kinds_52_to_56_still_decode():
+    assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_51) == b""
+    assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_51) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_KINDS_TO_51) == GOLDEN_INPUT
+
+
 def test_golden_streams_of_levels_2_and_3_before_kinds_44_to_51_still_decode():
     assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_43) == b""
     assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_43) == GOLDEN_INPUT
@@ -1298,10 +1312,15 @@ GOLDEN_TEXT_LEVEL1_ONE_MIXER = bytes.fromhex(
 #: the SSM with the count models (02); no byte histories (bit 5 of the last byte clear: an input under
 #: 512 KiB has none)
 GOLDEN_TEXT_LEVEL3 = bytes.fromhex(
-    "89534d580201" "11" "01000404" "0e100905" "07" "d5efffffffff0f" "c2" "256ff4ad"  # header: level 3 record, CRC32
+    "89534d580201" "12" "01000405" "0e100905" "08" "d5efffffffffff01" "c2" "a89d7452"  # header: level 3 record, CRC32
     "01" "cc03" "16" "cf" "5877534f"  # modelled block: raw length 460, payload 22, check, CRC32
-    "839d79a37077a14f5b7ce10b108bc8b9873f5072b4f8"  # the range coder's code word
+    "82ca4624cc6bdde09b321625c2bcb96dc9f84af68cc1"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same before kinds 52-56 and model revision 5: it must decode as it did.
+GOLDEN_TEXT_LEVEL3_KINDS_TO_51 = bytes.fromhex(
+    "89534d5802011101000404" "0e10090507d5efffffffff0fc2" "256ff4ad" "01cc0316cf5877534f"
+    "839d79a37077a14f5b7ce10b108bc8b9873f5072b4f8" "00cc035877534f"
 )
 #: The same without kinds 44-51: it must decode as it did.
 GOLDEN_TEXT_LEVEL3_KINDS_TO_43 = bytes.fromhex(

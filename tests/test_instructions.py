@@ -112,8 +112,8 @@ def test_the_default_codes_x86_blocks_with_the_instruction_contexts(monkeypatch)
     assert statemix.decompress(stream) == code
     record = info.model.parameters
     # the default's record (with a model revision) holds kinds from 32 on in a mask as long as its
-    # highest kind needs (7 bytes for kinds 48-55)
-    assert record[:2] == cm.configuration.RECORD_REVISED and record[7] == max(presets.CM_KINDS) // 8 + 1 == 7
+    # highest kind needs (8 bytes for kinds 56-63)
+    assert record[:2] == cm.configuration.RECORD_REVISED and record[7] == max(presets.CM_KINDS) // 8 + 1 == 8
     assert {32, 33} <= set(cm.Config.from_bytes(record).kinds)
     # and they pay there: against level 2 without them
     level_2 = dict(presets.CM_LEVELS[2])

@@ -1,6 +1,6 @@
-"""The text state's LETTERS, OPENER, NAME, TOKEN, SENTENCE, EMPHASIS, RUNS and RUN_LENGTH words and its
-next-word table (.bit.text) against a plain Python reference, and the contexts built on them
-(.bit.contexts kinds 34-51)."""
+"""The text state's LETTERS, OPENER, NAME, TOKEN, SENTENCE, EMPHASIS, RUNS, RUN_LENGTH, RUNS2 and SHAPE
+words and its next-word table (.bit.text) against a plain Python reference, and the contexts built on
+them (.bit.contexts kinds 34-56)."""
 
 from __future__ import annotations
 
@@ -143,17 +143,24 @@ def reference_class(byte: int) -> int:
     return 5 if chr(byte) in "!\"#$%'()*+,-./:?@\\^_`~" else 0
 
 
-def reference_runs(data: bytes) -> list[tuple[int, int]]:
-    """(RUNS, RUN_LENGTH) after each byte: the classes of the last 8 runs of one class, the length of
-    the last run (up to 255)."""
-    runs, length, before = 0, 0, 0  # the text state starts with class 0 ("other") before the data
+def reference_runs(data: bytes) -> list[tuple[int, int, int, int]]:
+    """(RUNS, RUN_LENGTH, RUNS2, SHAPE) after each byte: the classes of the last 8 runs of one class,
+    the length of the last run (up to 255), the classes of the 8 runs before those, and the coarse
+    classes (space or control, letter, digit, other) of the last 16 bytes."""
+    all_runs, length, before, shape = [], 0, 0, 0  # class 0 ("other") before the data
+    coarse = {1: 0, 2: 1, 3: 1, 4: 2}
     out = []
     for byte in data:
         byte_class = reference_class(byte)
         if byte_class != before:
-            runs, length = ((runs << 3) | byte_class) & 0xFFFFFF, 0
+            all_runs.append(byte_class)
+            length = 0
         length, before = min(length + 1, 255), byte_class
-        out.append((runs, length))
+        shape = ((shape << 2) | coarse.get(byte_class, 3)) & 0xFFFFFFFF
+        last16 = ([0] * 16 + all_runs)[-16:]  # oldest first; runs before the data count as class 0
+        runs = sum(c << (3 * i) for i, c in enumerate(reversed(last16[8:])))
+        runs2 = sum(c << (3 * i) for i, c in enumerate(reversed(last16[:8])))
+        out.append((runs, length, runs2, shape))
     return out
 
 
@@ -165,9 +172,10 @@ def test_class_runs_match_the_reference():
     out = np.zeros((len(data), text.TEXT_SIZE), dtype=np.int64)
     _text_states(np.frombuffer(data, dtype=np.uint8), np.zeros(text.TEXT_SIZE, dtype=np.int64),
                  np.zeros(text.AUX_SIZE, dtype=np.int32), out)
-    runs = [(int(r[text.RUNS]), int(r[text.RUN_LENGTH])) for r in out]
+    runs = [(int(r[text.RUNS]), int(r[text.RUN_LENGTH]), int(r[text.RUNS2]), int(r[text.SHAPE])) for r in out]
     assert runs == reference_runs(data)
     assert max(r[1] for r in runs) == 255 and len({r[0] & 7 for r in runs}) == 8  # the cap, every class
+    assert len({r[2] >> 21 for r in runs}) == 8 and len({r[3] & 3 for r in runs}) == 4  # RUNS2, SHAPE full
     assert {reference_class(b) for b in range(256)} == set(range(8))
     assert [reference_class(b) for b in range(256)] == [text.char_class.py_func(b) for b in range(256)]
 
@@ -243,7 +251,7 @@ def test_the_text_state_contexts_read_their_words():
 
 
 def test_the_shape_contexts_read_their_words_and_the_line():
-    # kinds 44-51 against their definitions (.bit.contexts' table): in a line whose first byte is
+    # kinds 44-56 against their definitions (.bit.contexts' table): in a line whose first byte is
     # 0x2A (the history's byte at the line's start, 0x13 = 3 mod 16), and right after a newline (no
     # byte of the line yet: 0)
     words = np.zeros((2, text.TEXT_SIZE), dtype=np.int64)
@@ -251,6 +259,7 @@ def test_the_shape_contexts_read_their_words_and_the_line():
     words[:, text.MARKUP], words[:, text.CLASSES] = 0x24, 0o12223456
     words[:, text.RUNS], words[:, text.RUN_LENGTH] = 0o7654321, (5, 2)
     words[:, text.LINE] = 0x13
+    words[:, text.RUNS2], words[:, text.SHAPE] = 0o1234567, 0xE4E4E4E4
     positions = np.array([0x18, 0x13], dtype=np.int64)
     hist = np.zeros(16, dtype=np.uint8)
     hist[3] = 0x2A
@@ -262,6 +271,7 @@ def test_the_shape_contexts_read_their_words_and_the_line():
         return v - (1 << 64) if v >> 63 else v
 
     runs, classes = 0o7654321, 0o12223456
+    word_pair = add(add(123456789, classes & 0x1FF), reference_mix_hash(0x123456789ABCDEF, 11 << 40))
     expected = {
         contexts.IDS["class runs"]: [reference_mix_hash((runs << 10) | (3 << 8) | 0x64, 63 << 40),
                                      reference_mix_hash((runs << 10) | (2 << 8) | 0x64, 63 << 40)],
@@ -277,8 +287,16 @@ def test_the_shape_contexts_read_their_words_and_the_line():
         contexts.IDS["markup order 3"]: [reference_mix_hash((0x24 << 24) | 0x626364, 69 << 40)] * 2,
         contexts.IDS["line and classes"]: [reference_mix_hash((classes << 16) | (0x2A << 8) | 0x64, 70 << 40),
                                            reference_mix_hash((classes << 16) | 0x64, 70 << 40)],
+        contexts.IDS["runs and last word"]: [reference_mix_hash(add(0x123456789ABCDEF, runs), 71 << 40)] * 2,
+        contexts.IDS["cased word pair"]: [reference_mix_hash(word_pair, 72 << 40)] * 2,
+        contexts.IDS["shape order 2"]: [
+            reference_mix_hash(add(reference_mix_hash(0xE4E4E4E4, 11 << 40), 0x6364), 73 << 40)] * 2,
+        contexts.IDS["runs order 3"]: [
+            reference_mix_hash(add(reference_mix_hash(runs, 11 << 40), 0x626364), 74 << 40)] * 2,
+        contexts.IDS["sixteen runs"]: [
+            reference_mix_hash(add(reference_mix_hash(0o1234567, 11 << 40), (runs << 8) | 0x64), 75 << 40)] * 2,
     }
-    assert sorted(expected) == list(range(44, 52))
+    assert sorted(expected) == list(range(44, 57))
     for kind, hashes in expected.items():
         out = np.zeros(2, dtype=np.int64)
         _hashes(kind, c4, words, np.zeros(text.TEXT_SIZE, dtype=np.int64), np.zeros(1, dtype=np.int32), hist,

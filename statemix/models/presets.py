@@ -43,9 +43,12 @@ CM_FIELDS = ("table_bits", "hist_bits", "contexts", "mixers", "apms")
 #: the best pair of six more added to those three (-0.32% on enwik8_1M together, bench/RESULTS.md).
 #: Then eight contexts of the text's shape (class runs, byte classes, the line's first byte, the
 #: markup state) with the last bytes or words, the best eight of 31 candidates screened on top of
-#: those (-0.85% on enwik8_1M, -0.93% on enwik8_3M together, bench/RESULTS.md).
+#: those (-0.85% on enwik8_1M, -0.93% on enwik8_3M together, bench/RESULTS.md).  Then five more of
+#: them (class runs with the last word, with c3 c2 c1 and with the 8 runs before; the cased word pair;
+#: 2-bit classes of 16 bytes with c2 c1), the best five of nine screened on top of those eight, with
+#: model revision 5 (bench/RESULTS.md).
 TEXT_KINDS = tuple(sorted((0, 2, 4, 6, 7, 8, 9, 16, 17, 14, 18, 11, 15, 10, 13, 19, 20, 34, 35, 36, 37, 38,
-                           39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51)))
+                           39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56)))
 #: and the structure contexts (issue 14: fixed-size records, tables, one-bit and 8-bit images), idle
 #: while no record or image row is found, so text pays little for them (bench/RESULTS.md)
 STRUCTURE_KINDS = tuple(range(21, 32))
@@ -72,17 +75,20 @@ BYTE_HISTORIES_MIN_FIT = 23
 #: stream, on half the base rate (bench/RESULTS.md, issue 12: -0.41% on enwik8_1M).  Then model
 #: revision 4 and a fifth APM: the final mixer's weight sets by half the word position, the APMs'
 #: share of the coded probability 15/16, the fifth APM keyed by the word pair (bench/RESULTS.md,
-#: issue 12: -0.08% on enwik8_1M, -0.13% on enwik8_3M, in the same time, 8 MiB more).
+#: issue 12: -0.08% on enwik8_1M, -0.13% on enwik8_3M, in the same time, 8 MiB more).  Then model
+#: revision 5: the small text contexts' regions half the others', at most 8 MiB, not a quarter
+#: (bench/RESULTS.md, issue 12: -0.11% on enwik8_3M at level 2; level 3's stay 8 MiB).
 #: Level 1 has 2 mixers and 2**22-byte regions (bench/RESULTS.md, issue 12: -2.4% on enwik8_1M for
-#: 1.2 times the time; 1 mixer and 2**20 before).  Level 3's history (and match table) holds 2**25
-#: bytes since the shape contexts (2**26 before: its tables would have needed 1,572 MiB, over the
-#: decoder's default limit; inputs under 32 MiB code as before).
+#: 1.2 times the time; 1 mixer and 2**20 before).  Level 3's history (and match table) holds 2**24
+#: bytes, as level 2's, since kinds 52-56 (2**26 before the shape contexts 44-51, 2**25 before kinds
+#: 52-56: its tables would need more than the decoder's default limit; inputs under 16 MiB code as
+#: before).
 CM_LEVELS = {
     1: dict(table_bits=22, hist_bits=22, contexts=5, mixers=2, apms=1),
     2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=1,
-            detector=2, byte_histories=True, revision=4),
-    3: dict(table_bits=25, hist_bits=25, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=2,
-            detector=2, byte_histories=True, revision=4),
+            detector=2, byte_histories=True, revision=5),
+    3: dict(table_bits=25, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=2,
+            detector=2, byte_histories=True, revision=5),
 }
 #: Largest sizes any cm preset writes or wrote (level 3's history had 2**26 bytes before the shape
 #: contexts): a record asking for more is corrupt (and could not be allocated on an ordinary

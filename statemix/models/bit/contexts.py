@@ -75,6 +75,15 @@ low bits, ``c1`` = the last byte; words and the other text state: :mod:`.text`):
     50  markup order 3    the markup state and c3 c2 c1                   69
     51  line and classes  the line's first byte, the classes of the last  70
                           8 bytes and c1
+    52  runs and last     the class runs and the last word                71
+        word
+    53  cased word pair   the word, the classes of the last 3 bytes (so   72  (previous word salted 11)
+                          its case) and the previous word
+    54  shape order 2     2-bit classes of the last 16 bytes (text        73  (shape salted 11)
+                          SHAPE) and c2 c1
+    55  runs order 3      the class runs and c3 c2 c1                     74  (class runs salted 11)
+    56  sixteen runs      the 8 class runs before the last 8 (text        75  (those salted 11)
+                          RUNS2), the last 8 and c1
 
 The record contexts (21-28) include the record length ``w`` in their hash; without a record
 (``w`` = 0) they are idle: the model gives them no input and trains nothing of theirs (text has no
@@ -84,7 +93,7 @@ are idle likewise unless :mod:`.record` finds an 8-bit image, and the x86 instru
 model puts its text contexts first, whatever their ids (cm.Config.context_kinds).  Kinds 21-31 are
 the structure contexts; their regions, the instruction contexts' and those of the small text
 contexts (:data:`SMALL_TEXT_KINDS`: word trio, column, sparse 2, line start, next word, emphasis and
-the shape contexts 44-51) are smaller (see cm).
+the shape contexts 44-56) are smaller (see cm).
 Kinds from 32 on need the wider component record (see cm.Config).
 
 A model's component list names the kinds it uses, in order; the k-th listed context owns region k
@@ -116,15 +125,16 @@ NAMES = ("order 2", "order 3", "order 4", "order 6", "word", "order 5", "word pa
          "pixels wide", "gray gradient", "gray above", "gray vertical", "x86 instruction", "x86 opcodes",
          "letters", "word opener", "markup name", "word in markup", "name position",
          "last word", "token", "sentence", "next word", "emphasis", "class runs", "runs order 2", "classes order 2",
-         "line and markup", "classes and last word", "line and word", "markup order 3", "line and classes")
+         "line and markup", "classes and last word", "line and word", "markup order 3", "line and classes",
+         "runs and last word", "cased word pair", "shape order 2", "runs order 3", "sixteen runs")
 IDS = {name: kind for kind, name in enumerate(NAMES)}
 #: kinds whose regions are a quarter of the others' (see cm.Config.region_bits): four text contexts
 #: that joined levels 2 and 3 together (issue 12; no earlier preset used them), which gain nearly as
 #: much so (bench/RESULTS.md) and keep level 2 within 1.5 GiB on 3 MB of text, and next word and
 #: emphasis (a quarter region cost them 0.005% on enwik8_1M; level 3 stays within 1.5 GiB), and the
-#: eight shape contexts 44-51 (a quarter region cost them 0.036% on enwik8_1M; at full size level 3
-#: would need 1,812 MiB)
-SMALL_TEXT_KINDS = (10, 13, 19, 20, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51)
+#: shape contexts 44-56 (a quarter region cost 44-51 0.036% on enwik8_1M; at full size level 3 would
+#: need 1,812 MiB)
+SMALL_TEXT_KINDS = (10, 13, 19, 20, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56)
 #: each kind's order, the bytes before the current one it spans, where it is one (else 0): the longest
 #: of them with history selects mixer weights (:mod:`.mixer`); the kinds after order 1 history are
 #: none
@@ -242,7 +252,7 @@ def _word_state_hash(kind, c4, st, t0, aux):
 @kernel(inline=True)
 def _shape_hash(kind, c4, st, t0, hist, hist_mask, pos):
     """The contexts of the text's shape: its byte classes and class runs (text CLASSES and RUNS), the
-    line's first byte and the markup state, with the last bytes or words (kinds 44-51)."""
+    line's first byte and the markup state, with the last bytes or words (kinds 44-56)."""
     c1 = c4 & 0xFF
     classes = st[t0 + text.CLASSES]
     runs = st[t0 + text.RUNS]
@@ -256,6 +266,17 @@ def _shape_hash(kind, c4, st, t0, hist, hist_mask, pos):
         return mix_hash(wrapping_add(st[t0 + text.WORD1], classes), 67 << 40)
     if kind == 50:
         return mix_hash((st[t0 + text.MARKUP] << 24) | (c4 & 0xFFFFFF), 69 << 40)
+    if kind == 52:
+        return mix_hash(wrapping_add(st[t0 + text.WORD1], runs), 71 << 40)
+    if kind == 53:
+        cased = wrapping_add(st[t0 + text.WORD0], classes & 0x1FF)
+        return mix_hash(wrapping_add(cased, mix_hash(st[t0 + text.WORD1], 11 << 40)), 72 << 40)
+    if kind == 54:
+        return mix_hash(wrapping_add(mix_hash(st[t0 + text.SHAPE], 11 << 40), c4 & 0xFFFF), 73 << 40)
+    if kind == 55:
+        return mix_hash(wrapping_add(mix_hash(runs, 11 << 40), c4 & 0xFFFFFF), 74 << 40)
+    if kind == 56:
+        return mix_hash(wrapping_add(mix_hash(st[t0 + text.RUNS2], 11 << 40), (runs << 8) | c1), 75 << 40)
     line = st[t0 + text.LINE]
     first = np.int64(hist[line & hist_mask]) if pos > line else np.int64(0)
     if kind == 47:

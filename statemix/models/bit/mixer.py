@@ -84,10 +84,11 @@ Revision = namedtuple("Revision", "mixer_rate stream_boost set_boost rate_shift 
 #: match model's length input (:mod:`.match`).  Revision 3: a rate boost per weight set, by its uses,
 #: instead of one for the stream, on a base rate of 1.5 (in revision 2's units), -0.41% on enwik8_1M.
 #: Revision 4: the final mixer's weight sets by half the word position too; with it the APMs weigh
-#: more in the coded probability and a fifth APM is keyed by the word pair (:mod:`.sse`).
+#: more in the coded probability and a fifth APM is keyed by the word pair (:mod:`.sse`).  Revision 5
+#: keeps revision 4's constants; it gives the small text contexts larger regions (cm.configuration).
 REVISIONS = (Revision(4, 24, 0, 18, 32, 0, 4, 1), Revision(3, 24, 0, 18, 16, 16, 24, 1),
              Revision(3, 24, 0, 18, 16, 16, 24, 1), Revision(3, 0, 48, 19, 16, 16, 24, 1),
-             Revision(3, 0, 48, 19, 16, 16, 24, 8))
+             Revision(3, 0, 48, 19, 16, 16, 24, 8), Revision(3, 0, 48, 19, 16, 16, 24, 8))
 MIXER_SKIP = 1024  # mixers skip training when |bit - p| < MIXER_SKIP / 2**16
 USES_SCALE = 256  # a weight set's rate boost halves after USES_SCALE trainings
 USES_LIMIT = 65535  # uses counted up to this (the boost is 0 from there on)

@@ -35,6 +35,9 @@ from ``t0`` and in one int32 array ``aux`` (the indirect tables)::
                   the current run's in the low bits: the text's shape (``[[Greek`` is markup,
                   uppercase, lowercase), however long each run
     RUN_LENGTH    the bytes of the current run so far, 1..255
+    RUNS2         the 8 class runs before those of RUNS, in the same form (the newest in the low bits)
+    SHAPE         a coarser CLASSES over the last 16 bytes, 2 bits each (0 space or control, 1 letter,
+                  2 digit, 3 any other byte), the most recent in the low bits
     aux[0:256]        for each byte b, the last two bytes that followed b (16 bits, the newer low)
     aux[256:65792]    the same for each pair of bytes (order-2 indirect)
     aux[65792:131328] for each word (by the top 16 bits of its hash, :func:`word_slot`), the low 31
@@ -49,8 +52,8 @@ from ..._jit import kernel
 from .hashing import mix_hash
 
 (WORD0, WORD1, WORD2, WORD3, LINE, ABOVE, MARKUP, CLASSES, LETTERS, OPENER, NAME, NAMING, TOKEN, SENTENCE, QUOTES,
- EMPHASIS, RUNS, RUN_LENGTH) = range(18)
-TEXT_SIZE = 18
+ EMPHASIS, RUNS, RUN_LENGTH, RUNS2, SHAPE) = range(20)
+TEXT_SIZE = 20
 NEXT_WORDS = 256 + 65536  # where the words that followed each word start in aux
 AUX_SIZE = NEXT_WORDS + 65536
 
@@ -74,6 +77,17 @@ def char_class(byte):
     if 33 <= byte <= 47 or 58 <= byte <= 64 or 91 <= byte <= 96 or 123 <= byte <= 126:
         return 5
     return 0
+
+
+@kernel(inline=True)
+def coarse_class(byte_class):
+    """The 2-bit class of SHAPE for a :func:`char_class` ``byte_class``: 0 space or control, 1 letter,
+    2 digit, 3 any other byte."""
+    if byte_class == 1:
+        return 0
+    if byte_class == 2 or byte_class == 3:
+        return 1
+    return 2 if byte_class == 4 else 3
 
 
 @kernel(inline=True)
@@ -164,10 +178,12 @@ def text_update(st, t0, aux, pos, byte, c1, c2):
     st[t0 + MARKUP] = _markup(st[t0 + MARKUP], byte, c1)
     byte_class = char_class(byte)
     if byte_class != (st[t0 + CLASSES] & 7):
+        st[t0 + RUNS2] = ((st[t0 + RUNS2] << 3) | (st[t0 + RUNS] >> 21)) & 0xFFFFFF
         st[t0 + RUNS] = ((st[t0 + RUNS] << 3) | byte_class) & 0xFFFFFF
         st[t0 + RUN_LENGTH] = 0
     st[t0 + RUN_LENGTH] = min(st[t0 + RUN_LENGTH] + 1, 255)
     st[t0 + CLASSES] = ((st[t0 + CLASSES] << 3) | byte_class) & 0xFFFFFF
+    st[t0 + SHAPE] = ((st[t0 + SHAPE] << 2) | coarse_class(byte_class)) & 0xFFFFFFFF
     aux[c1] = ((aux[c1] << 8) | byte) & 0xFFFF
     pair = 256 + (c2 << 8) + c1
     aux[pair] = ((aux[pair] << 8) | byte) & 0xFFFF

@@ -21,7 +21,9 @@ from .loop import AUX_SIZE, N_HASHED, STATE_MAP_BASE
 FIRST_RECORD_KINDS, FIRST_RECORD_RUNS = 10, 9  # contexts and run inputs a first record can have (see the package's docstring)
 RECORD_TABLE_SHIFT = 3  # the record contexts' regions are 2**-RECORD_TABLE_SHIFT of the others'
 GRAY_TABLE_SHIFT = 4  # and the 8-bit image contexts' 2**-GRAY_TABLE_SHIFT (their values are at most 2**12)
-SMALL_TEXT_TABLE_SHIFT = 2  # and the small text contexts' (contexts.SMALL_TEXT_KINDS) 2**-SMALL_TEXT_TABLE_SHIFT
+SMALL_TEXT_TABLE_SHIFT = 2  # and the small text contexts' (contexts.SMALL_TEXT_KINDS) 2**-SMALL_TEXT_TABLE_SHIFT,
+#: but from model revision SMALL_TEXT_REVISION half the others', and at most 2**SMALL_TEXT_MAX_BITS bytes
+SMALL_TEXT_REVISION, SMALL_TEXT_MAX_BITS = 5, 23
 
 RECORD_LIST = b"\x00\x01"  # a record with a component list starts so (a first record's table_bits is >= 12)
 RECORD_MASK = b"\x00\x02"  # and one with a component set
@@ -58,7 +60,8 @@ class Config:
     rates and initial weights, :data:`.bit.mixer.REVISIONS`; from revision 2 the APMs' training of
     both buckets, :mod:`.bit.sse`, and the match model's length input, :mod:`.bit.match`; from
     revision 4 the final mixer's weight sets by word position and the APMs' share of the coded
-    probability); 0 in every record before ``00 04``.
+    probability; from revision 5 the small text contexts' regions, :meth:`region_bits`); 0 in every
+    record before ``00 04``.
 
     Records: the first format is 5 bytes ``table_bits, hist_bits, contexts, mixers, apms``; a record
     with a component list is ``00 01 table_bits hist_bits mixers apms n kind_0 .. kind_n-1`` (read,
@@ -233,10 +236,14 @@ class Config:
         contexts (which keeps level 3 under the decoder's default memory limit); the x86 instruction
         contexts' as the record contexts' (a full region gained 0.04% on /usr/bin/bash); a quarter for
         the small text contexts (contexts.SMALL_TEXT_KINDS: a full region gained 0.02% on enwik8_1M and
-        0.05% on enwik8_3M, for 2 x 48 MiB more at level 2 when compressing)."""
+        0.05% on enwik8_3M, for 2 x 48 MiB more at level 2 when compressing), and from model revision 5
+        half the others', up to 2**23 bytes (a quarter at level 3: its memory stays under the
+        decoder's default limit; at level 2 half regions gained 0.11% on enwik8_3M, bench/RESULTS.md)."""
         if image.is_gray.py_func(kind):
             return self.table_bits - GRAY_TABLE_SHIFT
         if kind in contexts.SMALL_TEXT_KINDS:
+            if self.revision >= SMALL_TEXT_REVISION:
+                return min(self.table_bits - 1, SMALL_TEXT_MAX_BITS)
             return self.table_bits - SMALL_TEXT_TABLE_SHIFT
         small = contexts.needs_record.py_func(kind) or instructions.is_instruction.py_func(kind)
         return self.table_bits - (RECORD_TABLE_SHIFT if small else 0)
@@ -275,13 +282,12 @@ class Config:
         # every component but the two counters every cm has, and the APMs (counted below)
         listed = f": {', '.join(self.components()[2:-1])}" if self.kinds is not None else ""
         sizes = f"{self.contexts} contexts of {_size(1 << self.table_bits)}"
-        for what, test, shift in (("record", contexts.needs_record, RECORD_TABLE_SHIFT),
-                                  ("8-bit image", image.is_gray, GRAY_TABLE_SHIFT),
-                                  ("x86 instruction", instructions.is_instruction, RECORD_TABLE_SHIFT),
-                                  ("small text", contexts.SMALL_TEXT_KINDS.__contains__, SMALL_TEXT_TABLE_SHIFT)):
-            count = sum(map(test, self.context_kinds))
-            if count:
-                sizes += f", {count} of them {what} contexts of {_size(1 << (self.table_bits - shift))}"
+        for what, test in (("record", contexts.needs_record), ("8-bit image", image.is_gray),
+                           ("x86 instruction", instructions.is_instruction),
+                           ("small text", contexts.SMALL_TEXT_KINDS.__contains__)):
+            kinds = [kind for kind in self.context_kinds if test(kind)]
+            if kinds:
+                sizes += f", {len(kinds)} of them {what} contexts of {_size(1 << self.region_bits(kinds[0]))}"
         return (f"{name} ({sizes}{listed}, {self.mixers} "
                 f"mixer{'s' if self.mixers > 1 else ''}, {self.apms} APM{'s' if self.apms > 1 else ''}, "
                 f"{_size(1 << self.hist_bits)} history, at most {_size(self.memory_bytes())} of memory)")
