@@ -1,8 +1,8 @@
-"""Model revisions 2 to 4's pieces and the ninth mixer's selector against plain Python references: the
+"""Model revisions 2 to 6's pieces and the ninth mixer's selector against plain Python references: the
 APMs' training of both buckets and the fifth APM's key (.bit.sse), the match model's length input
 (.bit.match), the word position and the mixers' training, with revision 3's rate per weight set
-(.bit.mixer); and the mixers' weight sets, revision 4's final sets among them, against the rows
-allocated for them."""
+(.bit.mixer), revision 6's selector of mixer 3 by the source's byte (.bit.distribution); and the
+mixers' weight sets, revision 4's final sets among them, against the rows allocated for them."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from statemix._jit import kernel
-from statemix.models.bit import match, mixer
+from statemix.models.bit import distribution, match, mixer
 from statemix.models.bit.match import match_strength
 from statemix.models.bit import sse
 from statemix.models.bit.sse import APM_RATE, BUCKETS, N_APMS, apm_predict, apm_update
@@ -221,7 +221,33 @@ def test_word_position_counts_the_letters_of_the_word_or_names_the_class_between
     assert out.tolist() == expected == [9, 2, 4, 1, 7, 4, 15, 0, 12]
 
 
-@pytest.mark.parametrize("revision", [3, 4])
+def reference_source_byte(frequencies: list[int], c0: int, bit: int) -> int:
+    """The most likely byte among those whose first ``bit`` bits are ``c0``'s (the lowest of equals)."""
+    consistent = [b for b in range(256) if (b | 256) >> (8 - bit) == c0]
+    return max(consistent, key=lambda b: (frequencies[b], -b))
+
+
+def test_mixer_3_reads_the_sources_most_likely_consistent_byte_without_a_match():
+    rng = random.Random(3)
+    for trial in range(40):
+        frequencies = [rng.choice((1, 1, 7, 300, rng.randrange(1, 1 << 20))) for _ in range(256)]
+        cum = np.cumsum([0] + frequencies).astype(np.int64)
+        byte = rng.randrange(256)
+        for bit in range(8):
+            c0 = (byte | 256) >> (8 - bit)
+            assert distribution.source_expected.py_func(cum, c0, bit) == reference_source_byte(frequencies, c0, bit)
+    # mixer 3's row: with a match, (length bucket, expected byte); without, the source's byte and the
+    # bit position after the other rows; without a source's byte, c0
+    n_ctx, n_in = 33, 92
+    st = np.zeros(mixer.STATE_SIZE, dtype=np.int64)
+    mixer3 = (mixer.MIXER2_SETS + (n_ctx + 1) * 8) * n_in
+    for match_state, source_byte, row in ((2, 7, 1 * 256 + 9), (0, 7, 1280 + 3 * 256 + 7), (0, -1, 1024 + 12)):
+        mixer.mixer_select.py_func(st, 0, n_in, n_ctx, 4, match_state, 9, 20, 12, 0, 0, 0, 0, 3, 0, 0, -1,
+                                   source_byte)
+        assert st[3] == mixer3 + row * n_in
+
+
+@pytest.mark.parametrize("revision", [3, 4, 6])
 @pytest.mark.parametrize("n_mix", range(1, mixer.N_MIXERS + 1))
 def test_every_weight_set_a_mixer_selects_is_allocated(n_mix, revision):
     # the model allocates mixer.sets(contexts, mixers) rows (the rows of the mixers it uses); a row
@@ -236,11 +262,11 @@ def test_every_weight_set_a_mixer_selects_is_allocated(n_mix, revision):
     for c1 in range(256):
         for match_state, expected, length in ((0, -1, 0), (2, 255, 1000)):
             for window in (-1, 1023):
-                for c0, bit in ((1, 0), (255, 7)):
+                for c0, bit, source_byte in ((1, 0, -1), (255, 7, -1), (1, 0, 0), (255, 7, 255)):
                     for markup, classes in ((0, 0), (15, 0o2), (3, 0o222), (15, 0o22222), (15, 0o22222222),
                                             (15, (1 << 24) - 1)):
                         mixer.mixer_select.py_func(st, 0, n_in, n_ctx, n_mix, match_state, expected, length, c0, c1,
-                                                   255, n_ctx, 8, bit, markup, classes, window)
+                                                   255, n_ctx, 8, bit, markup, classes, window, source_byte)
                         highest = max(highest, max(int(st[m]) for m in range(n_mix)))
                         group = word_position.py_func(classes, c1) >> 1 if groups > 1 else 0
                         assert st[mixer.FINAL] == n_sets * n_in + (group * 256 + c0) * mixer.N_MIXERS

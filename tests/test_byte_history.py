@@ -20,7 +20,7 @@ from test_hashing import reference_mix_hash
 
 
 @kernel
-def _drive(data, hashes, idle, table, region_bits, st, counters, lut, slots):
+def _drive(data, hashes, idle, table, entry_bits, st, counters, lut, slots):
     """Run the byte histories over ``data`` as cm does: per bit every context's input, then training;
     after each byte, the update with the next contexts' ``hashes[i]`` and ``idle[i]``."""
     n = hashes.shape[1]
@@ -33,13 +33,13 @@ def _drive(data, hashes, idle, table, region_bits, st, counters, lut, slots):
             bit = (np.int64(data[i]) >> (7 - j)) & 1
             byte_history_train(st, 0, n, counters, bit, lut)
             c0 = 2 * c0 + bit
-        byte_history_update(st, 0, n, table, region_bits, hashes[i], idle[i], np.int64(data[i]))
+        byte_history_update(st, 0, n, table, entry_bits, hashes[i], idle[i], np.int64(data[i]))
 
 
-def _reference(data, hashes, idle, region_bits):
+def _reference(data, hashes, idle, entry_bits):
     """The module docstring's rules in Python integers: (slots per bit and context, final table)."""
     n = hashes.shape[1]
-    entry_bits = [int(b) - bh.ENTRY_SHIFT for b in region_bits]  # each context's part, in order
+    entry_bits = [int(b) for b in entry_bits]  # each context's part, in order
     regions = [sum(1 << b for b in entry_bits[:k]) for k in range(n)]
     size = sum(1 << b for b in entry_bits)
     table = [0] * size
@@ -90,15 +90,15 @@ def test_byte_histories_follow_the_reference():
         hashes[i, 1] = (data[i - 1] << 8 | data[i]) * 104729 + (1 << 62) if i else 5
         hashes[i, 2] = -(data[i] + 1)
         idle[i, 2] = i % 3 == 0
-    region_bits = np.array([9, 10, 8], dtype=np.int64)  # 32, 64 and 16 entries
+    entry_bits = np.array([5, 6, 4], dtype=np.int64)  # 32, 64 and 16 entries
     table = np.zeros(32 + 64 + 16, dtype=np.uint32)
     st = np.zeros(bh.state_size(n), dtype=np.int64)
     st[: 2 * n] = -1  # no entry, no expected byte
     lut = lookup_tables()
     counters = np.full(n * bh.N_COUNTERS, 1 << 31, dtype=np.uint32)
     slots = np.zeros((8 * len(data), n), dtype=np.int64)
-    _drive(arr, hashes, idle, table, region_bits, st, counters, lut, slots)
-    expected_slots, expected_table = _reference(data, hashes, idle, region_bits)
+    _drive(arr, hashes, idle, table, entry_bits, st, counters, lut, slots)
+    expected_slots, expected_table = _reference(data, hashes, idle, entry_bits)
     assert slots.tolist() == expected_slots
     assert table.tolist() == expected_table
     assert (slots >= 0).mean() > 0.3  # the contexts did predict, often
@@ -120,6 +120,16 @@ def test_record_carries_byte_histories_and_only_text_contexts_get_them():
     assert without.to_bytes()[-1] | cm.configuration.BYTE_HISTORIES_BIT == level3.to_bytes()[-1]
     assert level3.inputs == without.inputs + text_contexts
     assert level3.memory_bytes() > without.memory_bytes()
+
+
+def test_byte_history_entries_one_per_16_bytes_of_region_from_revision_6_at_most_2_to_the_20():
+    for revision, table_bits, full, small in ((5, 25, 21, 19), (5, 24, 20, 19), (6, 25, 20, 19), (6, 24, 20, 19),
+                                              (6, 20, 16, 15)):
+        config = cm.Config(table_bits, 24, 2, 9, 5, kinds=(0, 44), source=1, byte_histories=True, revision=revision)
+        assert (config.entry_bits(0), config.entry_bits(44)) == (full, small), (revision, table_bits)
+        assert config.byte_history_entries == (1 << full) + (1 << small)
+    level3 = cm.config_for_level(3, None)
+    assert max(map(level3.entry_bits, level3.context_kinds)) == 20 < level3.table_bits - bh.ENTRY_SHIFT
 
 
 def test_byte_histories_change_the_code_and_round_trip():

@@ -1,6 +1,6 @@
-"""The text state's LETTERS, OPENER, NAME, TOKEN, SENTENCE, EMPHASIS, RUNS, RUN_LENGTH, RUNS2 and SHAPE
-words and its next-word table (.bit.text) against a plain Python reference, and the contexts built on
-them (.bit.contexts kinds 34-56)."""
+"""The text state's LETTERS, OPENER, NAME, TOKEN, PREVTOKEN, SENTENCE, EMPHASIS, RUNS, RUN_LENGTH, RUNS2
+and SHAPE words and its next-word table (.bit.text) against a plain Python reference, and the contexts
+built on them (.bit.contexts kinds 34-60)."""
 
 from __future__ import annotations
 
@@ -71,9 +71,9 @@ def text_words(data: bytes) -> list[tuple[int, int, int]]:
     return [(int(r[text.LETTERS]), int(r[text.OPENER]), int(r[text.NAME])) for r in out]
 
 
-def reference_token_sentence_emphasis(data: bytes) -> list[tuple[int, int, int]]:
-    """(TOKEN, SENTENCE, EMPHASIS) after each byte, from the module docstring's definitions."""
-    token = sentence = emphasis = quotes = 0
+def reference_token_sentence_emphasis(data: bytes) -> list[tuple[int, int, int, int]]:
+    """(TOKEN, SENTENCE, EMPHASIS, PREVTOKEN) after each byte, from the module docstring's definitions."""
+    token = sentence = emphasis = quotes = before = 0
     in_word = False
     out = []
     for byte in data:
@@ -90,8 +90,10 @@ def reference_token_sentence_emphasis(data: bytes) -> list[tuple[int, int, int]]
                 emphasis = 0
         if byte in b".!?\n":
             sentence = 0
+        if byte <= 32 and token:
+            before = token
         token = reference_mix_hash(token, byte + 1) if byte > 32 else 0
-        out.append((token, sentence, emphasis))
+        out.append((token, sentence, emphasis, before))
     return out
 
 
@@ -118,8 +120,9 @@ def test_token_sentence_emphasis_and_next_words_match_the_reference():
     out = np.zeros((len(data), text.TEXT_SIZE), dtype=np.int64)
     aux = np.zeros(text.AUX_SIZE, dtype=np.int32)
     _text_states(np.frombuffer(data, dtype=np.uint8), np.zeros(text.TEXT_SIZE, dtype=np.int64), aux, out)
-    words = [(int(r[text.TOKEN]), int(r[text.SENTENCE]), int(r[text.EMPHASIS])) for r in out]
+    words = [(int(r[text.TOKEN]), int(r[text.SENTENCE]), int(r[text.EMPHASIS]), int(r[text.PREVTOKEN])) for r in out]
     assert words == reference_token_sentence_emphasis(data)
+    assert len({w[3] for w in words}) > 20  # many tokens came before others
     assert max(w[1] for w in words) == 15 and {w[2] for w in words} == {0, 1, 2, 3}  # the cap, every emphasis
     table = reference_next_words(data)
     assert len(table) > 20 and {k: int(aux[text.NEXT_WORDS + k]) for k in table} == table
@@ -251,7 +254,7 @@ def test_the_text_state_contexts_read_their_words():
 
 
 def test_the_shape_contexts_read_their_words_and_the_line():
-    # kinds 44-56 against their definitions (.bit.contexts' table): in a line whose first byte is
+    # kinds 44-60 against their definitions (.bit.contexts' table): in a line whose first byte is
     # 0x2A (the history's byte at the line's start, 0x13 = 3 mod 16), and right after a newline (no
     # byte of the line yet: 0)
     words = np.zeros((2, text.TEXT_SIZE), dtype=np.int64)
@@ -260,6 +263,7 @@ def test_the_shape_contexts_read_their_words_and_the_line():
     words[:, text.RUNS], words[:, text.RUN_LENGTH] = 0o7654321, (5, 2)
     words[:, text.LINE] = 0x13
     words[:, text.RUNS2], words[:, text.SHAPE] = 0o1234567, 0xE4E4E4E4
+    words[:, text.TOKEN], words[:, text.PREVTOKEN], words[:, text.WORD2] = 77, -5, 0x51
     positions = np.array([0x18, 0x13], dtype=np.int64)
     hist = np.zeros(16, dtype=np.uint8)
     hist[3] = 0x2A
@@ -295,8 +299,14 @@ def test_the_shape_contexts_read_their_words_and_the_line():
             reference_mix_hash(add(reference_mix_hash(runs, 11 << 40), 0x626364), 74 << 40)] * 2,
         contexts.IDS["sixteen runs"]: [
             reference_mix_hash(add(reference_mix_hash(0o1234567, 11 << 40), (runs << 8) | 0x64), 75 << 40)] * 2,
+        contexts.IDS["token pair"]: [reference_mix_hash(add(77, reference_mix_hash(-5, 11 << 40)), 76 << 40)] * 2,
+        contexts.IDS["word two back"]: [reference_mix_hash(0x51 + 0x64, 77 << 40)] * 2,
+        contexts.IDS["word and runs"]: [reference_mix_hash(add(123456789, (runs << 8) | 0x24), 78 << 40)] * 2,
+        contexts.IDS["column and classes"]: [  # the column: 0x18 - 0x13 bytes of the line so far, then none
+            reference_mix_hash((5 << 24) | ((classes & 0xFFF) << 8) | 0x64, 79 << 40),
+            reference_mix_hash(((classes & 0xFFF) << 8) | 0x64, 79 << 40)],
     }
-    assert sorted(expected) == list(range(44, 57))
+    assert sorted(expected) == list(range(44, 61))
     for kind, hashes in expected.items():
         out = np.zeros(2, dtype=np.int64)
         _hashes(kind, c4, words, np.zeros(text.TEXT_SIZE, dtype=np.int64), np.zeros(1, dtype=np.int32), hist,

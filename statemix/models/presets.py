@@ -46,9 +46,12 @@ CM_FIELDS = ("table_bits", "hist_bits", "contexts", "mixers", "apms")
 #: those (-0.85% on enwik8_1M, -0.93% on enwik8_3M together, bench/RESULTS.md).  Then five more of
 #: them (class runs with the last word, with c3 c2 c1 and with the 8 runs before; the cased word pair;
 #: 2-bit classes of 16 bytes with c2 c1), the best five of nine screened on top of those eight, with
-#: model revision 5 (bench/RESULTS.md).
+#: model revision 5, and four more (token pair, the word two back, the word with the class runs and
+#: the markup state, the column with the classes), each -0.02% on enwik8_3M in round 3 of the screen,
+#: -0.07% together (bench/RESULTS.md).
 TEXT_KINDS = tuple(sorted((0, 2, 4, 6, 7, 8, 9, 16, 17, 14, 18, 11, 15, 10, 13, 19, 20, 34, 35, 36, 37, 38,
-                           39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56)))
+                           39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58,
+                           59, 60)))
 #: and the structure contexts (issue 14: fixed-size records, tables, one-bit and 8-bit images), idle
 #: while no record or image row is found, so text pays little for them (bench/RESULTS.md)
 STRUCTURE_KINDS = tuple(range(21, 32))
@@ -77,18 +80,21 @@ BYTE_HISTORIES_MIN_FIT = 23
 #: share of the coded probability 15/16, the fifth APM keyed by the word pair (bench/RESULTS.md,
 #: issue 12: -0.08% on enwik8_1M, -0.13% on enwik8_3M, in the same time, 8 MiB more).  Then model
 #: revision 5: the small text contexts' regions half the others', at most 8 MiB, not a quarter
-#: (bench/RESULTS.md, issue 12: -0.11% on enwik8_3M at level 2; level 3's stay 8 MiB).
+#: (bench/RESULTS.md, issue 12: -0.11% on enwik8_3M at level 2; level 3's stay 8 MiB).  Then model
+#: revision 6: mixer 3 selected by the byte-distribution source's most likely byte while the match
+#: model has none, and at most 2**20 byte-history entries per context (bench/RESULTS.md, issue 12:
+#: -0.04% on enwik8_1M and enwik8_3M; level 3's bound 84 MiB less).
 #: Level 1 has 2 mixers and 2**22-byte regions (bench/RESULTS.md, issue 12: -2.4% on enwik8_1M for
 #: 1.2 times the time; 1 mixer and 2**20 before).  Level 3's history (and match table) holds 2**24
-#: bytes, as level 2's, since kinds 52-56 (2**26 before the shape contexts 44-51, 2**25 before kinds
-#: 52-56: its tables would need more than the decoder's default limit; inputs under 16 MiB code as
+#: bytes, as level 2's, since kinds 52-60 (2**26 before the shape contexts 44-51, 2**25 before kinds
+#: 52-60: its tables would need more than the decoder's default limit; inputs under 16 MiB code as
 #: before).
 CM_LEVELS = {
     1: dict(table_bits=22, hist_bits=22, contexts=5, mixers=2, apms=1),
     2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=1,
-            detector=2, byte_histories=True, revision=5),
+            detector=2, byte_histories=True, revision=6),
     3: dict(table_bits=25, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=2,
-            detector=2, byte_histories=True, revision=5),
+            detector=2, byte_histories=True, revision=6),
 }
 #: Largest sizes any cm preset writes or wrote (level 3's history had 2**26 bytes before the shape
 #: contexts): a record asking for more is corrupt (and could not be allocated on an ordinary

@@ -2,7 +2,8 @@
 
 A bit history (:mod:`.contexts`) tells what each *bit* did in a context; it cannot tell that the
 context was followed by the same whole byte every time.  For every hashed context, after each byte
-(:func:`byte_history_update`) a table of ``2**entry_bits`` uint32 entries per context, indexed by
+(:func:`byte_history_update`) a table of ``2**entry_bits`` uint32 entries per context (one per 16
+bytes of its bit histories; from model revision 6 at most 2**20, 4 MiB), indexed by
 a mix of the context's hash, remembers ``check (8 bits) | run (8 bits) | byte (8 bits)``: the byte that last
 followed the context and how many times in a row (capped at 255).  The entry of the context just
 left is updated with the byte that came (same byte: run + 1, another: run 1), then the entry of the
@@ -31,7 +32,8 @@ from .tables import train
 ENTRY, EXPECT, RUN, SLOT = range(4)  # fields, each n words long
 N_COUNTERS = 16 * 8 * 2  # (run bucket) x (bit position) x (expected bit)
 LIMIT = 1023  # counter confidence cap
-ENTRY_SHIFT = 4  # a context has 2**(its region bits - ENTRY_SHIFT) entries (4 bytes each)
+ENTRY_SHIFT = 4  # a context has 2**(its region bits - ENTRY_SHIFT) entries (4 bytes each),
+MAX_ENTRY_BITS, MAX_ENTRY_REVISION = 20, 6  # from model revision 6 at most 2**20 (cm.Config.entry_bits)
 SALT = 0x5851F42D  # of the entry's hash: mix_hash(context hash, SALT), bits 8.. index, 48..55 check
 
 
@@ -40,18 +42,17 @@ def state_size(n: int) -> int:
 
 
 @kernel(inline=True)
-def byte_history_update(st, b0, n, table, region_bits, hashes, idle, byte):
+def byte_history_update(st, b0, n, table, entry_bits, hashes, idle, byte):
     """After ``byte``: update each context's entry with it, then read the new contexts' entries.
 
-    ``region_bits[k]``: log2 of context k's bytes of bit histories (its part of ``table``, which
-    holds the contexts' parts in order, is ``2**(region_bits[k] - ENTRY_SHIFT)`` entries);
-    ``hashes[k]``: its new hash; ``idle[k]``: whether it is idle now.
+    ``entry_bits[k]``: log2 of context k's entries (its part of ``table``, which holds the contexts'
+    parts in order; cm.Config.entry_bits); ``hashes[k]``: its new hash; ``idle[k]``: whether it is
+    idle now.
     """
     first = np.int64(0)  # context k's first entry
     for k in range(n):
-        entry_bits = region_bits[k] - ENTRY_SHIFT
         part = first
-        first += np.int64(1) << entry_bits
+        first += np.int64(1) << entry_bits[k]
         at = st[b0 + ENTRY * n + k]
         if at >= 0:
             entry = np.int64(table[at])
@@ -66,7 +67,7 @@ def byte_history_update(st, b0, n, table, region_bits, hashes, idle, byte):
             st[b0 + ENTRY * n + k] = -1
             continue
         h = mix_hash(hashes[k], SALT)
-        at = part + ((h >> 8) & ((np.int64(1) << entry_bits) - 1))
+        at = part + ((h >> 8) & ((np.int64(1) << entry_bits[k]) - 1))
         check = (h >> 48) & 0xFF
         entry = np.int64(table[at])
         if (entry >> 16) == check and entry & 0xFF00:

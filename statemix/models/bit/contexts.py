@@ -84,6 +84,14 @@ low bits, ``c1`` = the last byte; words and the other text state: :mod:`.text`):
     55  runs order 3      the class runs and c3 c2 c1                     74  (class runs salted 11)
     56  sixteen runs      the 8 class runs before the last 8 (text        75  (those salted 11)
                           RUNS2), the last 8 and c1
+    57  token pair        the token (text TOKEN) and the one before it    76  (the one before salted 11)
+                          (PREVTOKEN)
+    58  word two back     the word two before the current one (text       77
+                          WORD2; between words the one before the last)
+                          and c1
+    59  word and runs     the word, the class runs and the markup state   78
+    60  column and        the column (up to 63), the classes of the last  79
+        classes           4 bytes and c1
 
 The record contexts (21-28) include the record length ``w`` in their hash; without a record
 (``w`` = 0) they are idle: the model gives them no input and trains nothing of theirs (text has no
@@ -93,7 +101,7 @@ are idle likewise unless :mod:`.record` finds an 8-bit image, and the x86 instru
 model puts its text contexts first, whatever their ids (cm.Config.context_kinds).  Kinds 21-31 are
 the structure contexts; their regions, the instruction contexts' and those of the small text
 contexts (:data:`SMALL_TEXT_KINDS`: word trio, column, sparse 2, line start, next word, emphasis and
-the shape contexts 44-56) are smaller (see cm).
+the contexts 44-60) are smaller (see cm).
 Kinds from 32 on need the wider component record (see cm.Config).
 
 A model's component list names the kinds it uses, in order; the k-th listed context owns region k
@@ -126,15 +134,16 @@ NAMES = ("order 2", "order 3", "order 4", "order 6", "word", "order 5", "word pa
          "letters", "word opener", "markup name", "word in markup", "name position",
          "last word", "token", "sentence", "next word", "emphasis", "class runs", "runs order 2", "classes order 2",
          "line and markup", "classes and last word", "line and word", "markup order 3", "line and classes",
-         "runs and last word", "cased word pair", "shape order 2", "runs order 3", "sixteen runs")
+         "runs and last word", "cased word pair", "shape order 2", "runs order 3", "sixteen runs", "token pair",
+         "word two back", "word and runs", "column and classes")
 IDS = {name: kind for kind, name in enumerate(NAMES)}
 #: kinds whose regions are a quarter of the others' (see cm.Config.region_bits): four text contexts
 #: that joined levels 2 and 3 together (issue 12; no earlier preset used them), which gain nearly as
 #: much so (bench/RESULTS.md) and keep level 2 within 1.5 GiB on 3 MB of text, and next word and
 #: emphasis (a quarter region cost them 0.005% on enwik8_1M; level 3 stays within 1.5 GiB), and the
-#: shape contexts 44-56 (a quarter region cost 44-51 0.036% on enwik8_1M; at full size level 3 would
-#: need 1,812 MiB)
-SMALL_TEXT_KINDS = (10, 13, 19, 20, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56)
+#: contexts 44-60 (a quarter region cost 44-51 0.036% on enwik8_1M; at full size level 3 would need
+#: 1,812 MiB)
+SMALL_TEXT_KINDS = (10, 13, 19, 20, 42, 43) + tuple(range(44, 61))
 #: each kind's order, the bytes before the current one it spans, where it is one (else 0): the longest
 #: of them with history selects mixer weights (:mod:`.mixer`); the kinds after order 1 history are
 #: none
@@ -252,7 +261,8 @@ def _word_state_hash(kind, c4, st, t0, aux):
 @kernel(inline=True)
 def _shape_hash(kind, c4, st, t0, hist, hist_mask, pos):
     """The contexts of the text's shape: its byte classes and class runs (text CLASSES and RUNS), the
-    line's first byte and the markup state, with the last bytes or words (kinds 44-56)."""
+    line's first byte and the markup state, with the last bytes or words (kinds 44-56), and four more of
+    the words, tokens and the line (57-60)."""
     c1 = c4 & 0xFF
     classes = st[t0 + text.CLASSES]
     runs = st[t0 + text.RUNS]
@@ -277,12 +287,20 @@ def _shape_hash(kind, c4, st, t0, hist, hist_mask, pos):
         return mix_hash(wrapping_add(mix_hash(runs, 11 << 40), c4 & 0xFFFFFF), 74 << 40)
     if kind == 56:
         return mix_hash(wrapping_add(mix_hash(st[t0 + text.RUNS2], 11 << 40), (runs << 8) | c1), 75 << 40)
+    if kind == 57:
+        return mix_hash(wrapping_add(st[t0 + text.TOKEN], mix_hash(st[t0 + text.PREVTOKEN], 11 << 40)), 76 << 40)
+    if kind == 58:
+        return mix_hash(wrapping_add(st[t0 + text.WORD2], c1), 77 << 40)
+    if kind == 59:
+        return mix_hash(wrapping_add(st[t0 + text.WORD0], (runs << 8) | st[t0 + text.MARKUP]), 78 << 40)
     line = st[t0 + text.LINE]
     first = np.int64(hist[line & hist_mask]) if pos > line else np.int64(0)
     if kind == 47:
         return mix_hash((first << 24) | (st[t0 + text.MARKUP] << 16) | (c4 & 0xFFFF), 66 << 40)
     if kind == 49:
         return mix_hash(wrapping_add(st[t0 + text.WORD0], (first << 8) | c1), 68 << 40)
+    if kind == 60:
+        return mix_hash((min(pos - line, 63) << 24) | ((classes & 0xFFF) << 8) | c1, 79 << 40)
     return mix_hash((classes << 16) | (first << 8) | c1, 70 << 40)
 
 

@@ -12,6 +12,9 @@ reads that distribution bit by bit, as cmix and paq8px read their LSTM's:
   consistent with it are ``lo .. lo + w - 1`` with ``w = 2**(8 - j)``, ``lo = (c0 - 2**j) w``, and
   ``P(bit = 1) = (cum[lo + w] - cum[lo + w/2]) / (cum[lo + w] - cum[lo])``: in units of 2**-16,
   clamped to [16, 65520] (an exact 0 or 1 never reaches the mixer), its stretch is the mixer input;
+- per bit, from model revision 6, the most likely byte consistent with ``c0``
+  (:func:`source_expected`) selects mixer 3's weights while the match model has no prediction
+  (:mod:`.mixer`);
 - after the byte (:func:`source_learn`): the source learns it exactly as the ssm model's encoder
   does (the decoder replays it: no state is stored).
 
@@ -108,6 +111,22 @@ def source_input(cum, c0, bit, lut):
     high = cum[lo + width]
     p = ((high - cum[lo + (width >> 1)]) << 16) // (high - low)
     return lut[max(16, min(65520, p)) >> 4]
+
+
+@kernel(inline=True)
+def source_expected(cum, c0, bit):
+    """The byte the distribution finds most likely among those consistent with the partial byte
+    ``c0`` (bit ``bit``), the lowest of equals: a mixer selector (:mod:`.mixer`, mixer 3)."""
+    width = np.int64(1) << (8 - bit)
+    lo = (c0 - (np.int64(1) << bit)) << (8 - bit)
+    best = lo
+    most = cum[lo + 1] - cum[lo]
+    for byte in range(lo + 1, lo + width):
+        frequency = cum[byte + 1] - cum[byte]
+        if frequency > most:
+            best = byte
+            most = frequency
+    return best
 
 
 @kernel(inline=True)

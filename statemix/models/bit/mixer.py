@@ -9,7 +9,11 @@ weights in units of 2**-16) by a small context::
     1  c1 and the top 2 bits of c2                                   1024
     2  number of hashed contexts with history, bit position          (contexts + 1) x 8
     3  the match model's expected byte and length bucket while it
-       predicts (4 x 256), else c0 (256)                             1280
+       predicts (4 x 256), else c0 (256); from model revision 6,
+       in a model with a byte-distribution source, without a match
+       the source's most likely byte consistent with c0 and the bit
+       position instead (8 x 256, after the others; -0.04% on
+       enwik8_1M, bench/RESULTS.md)                                   3328
     4  markup state (4 bits), class of c1 (3 bits), bit position     1024
        or, while a record is found (models with record contexts):
        the 3 pixels above the current one, the one left of it, and
@@ -64,7 +68,8 @@ from .text import char_class, word_position
 N_MIXERS = 9
 MIXER1_SETS = 3 * 256  # first weight set of mixer 1; mixer 0 has (3 match states x c0)
 MIXER2_SETS = MIXER1_SETS + 1024  # mixer 1 has (c1, top 2 bits of c2); mixer 2 (known contexts x bit)
-MIXER3_ROWS = 5 * 256  # mixer 3: (expected byte x 4 length buckets), else c0
+MIXER3_ROWS = 13 * 256  # mixer 3: (expected byte x 4 length buckets), else c0, or (bit position, source's byte)
+SOURCE_SELECTOR_REVISION = 6  # the first model revision whose mixer 3 reads the source's byte (mixer_select)
 MIXER4_ROWS = 1024  # mixer 4: (markup state, class of c1, bit position)
 MIXER5_ROWS = 65536  # mixer 5: hash of (c2, c1, bit position)
 MIXER6_ROWS = 9 * 8 * 4  # mixer 6: (longest order, bit position, match state)
@@ -86,9 +91,12 @@ Revision = namedtuple("Revision", "mixer_rate stream_boost set_boost rate_shift 
 #: Revision 4: the final mixer's weight sets by half the word position too; with it the APMs weigh
 #: more in the coded probability and a fifth APM is keyed by the word pair (:mod:`.sse`).  Revision 5
 #: keeps revision 4's constants; it gives the small text contexts larger regions (cm.configuration).
+#: Revision 6 keeps them too: mixer 3 reads the source's byte, and the byte histories' tables are
+#: capped (.byte_history).
 REVISIONS = (Revision(4, 24, 0, 18, 32, 0, 4, 1), Revision(3, 24, 0, 18, 16, 16, 24, 1),
              Revision(3, 24, 0, 18, 16, 16, 24, 1), Revision(3, 0, 48, 19, 16, 16, 24, 1),
-             Revision(3, 0, 48, 19, 16, 16, 24, 8), Revision(3, 0, 48, 19, 16, 16, 24, 8))
+             Revision(3, 0, 48, 19, 16, 16, 24, 8), Revision(3, 0, 48, 19, 16, 16, 24, 8),
+             Revision(3, 0, 48, 19, 16, 16, 24, 8))
 MIXER_SKIP = 1024  # mixers skip training when |bit - p| < MIXER_SKIP / 2**16
 USES_SCALE = 256  # a weight set's rate boost halves after USES_SCALE trainings
 USES_LIMIT = 65535  # uses counted up to this (the boost is 0 from there on)
@@ -155,12 +163,14 @@ def _choose(st, x0, m, n_in, chosen):
 
 @kernel(inline=True)
 def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c0, c1, c2, known, order, bit, markup,
-                 classes, window):
+                 classes, window, source_byte):
     """Pick each mixer's weight set (stored as the index of its first weight, and as its number),
     the final mixer's (``st[x0 + FINAL]``, the index of its first weight) and where the uses start
     (``st[x0 + USES]``).
 
     ``expected``: the match model's expected byte while it predicts (``match_state`` > 0);
+    ``source_byte``: the source's most likely byte consistent with ``c0`` (-1: none, or a model
+    before revision 6);
     ``markup``, ``classes``: the text state's MARKUP and CLASSES words (:mod:`.text`); ``known``: how
     many hashed contexts have history, ``order``: the longest order among them; ``window``: -1, or while a record is
     found the 10 bits one record back around the current byte (:mod:`.record`), whose bits
@@ -178,7 +188,10 @@ def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c
     _choose(st, x0, 2, n_in, MIXER2_SETS + known * 8 + bit)
     if n_mix > 3:
         length = 0 if match_len < 16 else 1 if match_len < 32 else 2 if match_len < 64 else 3
-        row = length * 256 + expected if match_state > 0 else 1024 + c0
+        if match_state > 0:
+            row = length * 256 + expected
+        else:
+            row = 1280 + bit * 256 + source_byte if source_byte >= 0 else 1024 + c0
         _choose(st, x0, 3, n_in, mixer3 + row)
     if n_mix > 4:
         if window >= 0:

@@ -38,6 +38,8 @@ from ``t0`` and in one int32 array ``aux`` (the indirect tables)::
     RUNS2         the 8 class runs before those of RUNS, in the same form (the newest in the low bits)
     SHAPE         a coarser CLASSES over the last 16 bytes, 2 bits each (0 space or control, 1 letter,
                   2 digit, 3 any other byte), the most recent in the low bits
+    PREVTOKEN     the TOKEN before the current one (the last that ended: the hash it had at the byte
+                  of 32 or less that ended it)
     aux[0:256]        for each byte b, the last two bytes that followed b (16 bits, the newer low)
     aux[256:65792]    the same for each pair of bytes (order-2 indirect)
     aux[65792:131328] for each word (by the top 16 bits of its hash, :func:`word_slot`), the low 31
@@ -52,8 +54,8 @@ from ..._jit import kernel
 from .hashing import mix_hash
 
 (WORD0, WORD1, WORD2, WORD3, LINE, ABOVE, MARKUP, CLASSES, LETTERS, OPENER, NAME, NAMING, TOKEN, SENTENCE, QUOTES,
- EMPHASIS, RUNS, RUN_LENGTH, RUNS2, SHAPE) = range(20)
-TEXT_SIZE = 20
+ EMPHASIS, RUNS, RUN_LENGTH, RUNS2, SHAPE, PREVTOKEN) = range(21)
+TEXT_SIZE = 21
 NEXT_WORDS = 256 + 65536  # where the words that followed each word start in aux
 AUX_SIZE = NEXT_WORDS + 65536
 
@@ -170,6 +172,8 @@ def text_update(st, t0, aux, pos, byte, c1, c2):
         st[t0 + QUOTES] = 0
     if byte == 46 or byte == 33 or byte == 63 or byte == 10:
         st[t0 + SENTENCE] = 0
+    if byte <= 32 and st[t0 + TOKEN] != 0:
+        st[t0 + PREVTOKEN] = st[t0 + TOKEN]
     st[t0 + TOKEN] = mix_hash(st[t0 + TOKEN], byte + 1) if byte > 32 else 0
     if byte == 10:
         st[t0 + EMPHASIS] = 0

@@ -249,8 +249,11 @@ class Config:
         return self.table_bits - (RECORD_TABLE_SHIFT if small else 0)
 
     def entry_bits(self, kind: int) -> int:
-        """log2 of the byte-history entries of context ``kind`` (:mod:`.bit.byte_history`)."""
-        return self.region_bits(kind) - byte_history.ENTRY_SHIFT
+        """log2 of the byte-history entries of context ``kind`` (:mod:`.bit.byte_history`): one per 16
+        bytes of its region, from model revision 6 at most 2**20 (level 3's 32 MiB regions then have
+        as many as level 2's: 84 MiB less, and room under the decoder's default limit)."""
+        bits = self.region_bits(kind) - byte_history.ENTRY_SHIFT
+        return min(bits, byte_history.MAX_ENTRY_BITS) if self.revision >= byte_history.MAX_ENTRY_REVISION else bits
 
     @property
     def byte_history_entries(self) -> int:

@@ -23,7 +23,8 @@ from ...quantize import binary_frequency
 from ..bit import byte_history, contexts, image, instructions, match, mixer, record, sse, text
 from ..bit.byte_history import byte_history_input, byte_history_train, byte_history_update
 from ..bit.contexts import bucket, context_hash, find_bucket
-from ..bit.distribution import source_begin, source_begin_no_ssm, source_input, source_learn, source_learn_no_ssm
+from ..bit.distribution import (source_begin, source_begin_no_ssm, source_expected, source_input, source_learn,
+                                source_learn_no_ssm)
 from ..bit.hashing import mix_hash, order6_hash
 from ..bit.match import match_expected, match_predict, match_state, match_strength, match_train, match_update
 from ..bit.mixer import mixer_predict, mixer_select, mixer_update
@@ -62,7 +63,8 @@ SCALARS = ("c0 hist4 hist8 pos bit p_mix table_bits hist_bits ablate n_ctx n_run
 #: named tuple of arrays: a named tuple's fields cost atomic reference counts per bit (measured: the
 #: model ran 2.5 times slower), and one array lets the kernels' loads and stores be told apart.
 STATE_FIELDS = (("scalars", len(SCALARS)), ("kinds", N_HASHED), ("orders", N_HASHED), ("hashes", N_HASHED),
-                ("idle", N_HASHED), ("regions", N_HASHED), ("region_bits", N_HASHED), ("buckets", N_HASHED),
+                ("idle", N_HASHED), ("regions", N_HASHED), ("region_bits", N_HASHED), ("entry_bits", N_HASHED),
+                ("buckets", N_HASHED),
                 ("state_slots", N_HASHED), ("slots", 2 + N_HASHED), ("counter_inputs", N_HASHED),
                 ("run_inputs", N_HASHED), ("match", match.STATE_SIZE),
                 ("mixers", mixer.STATE_SIZE), ("apms", sse.STATE_SIZE), ("text", text.TEXT_SIZE),
@@ -81,9 +83,9 @@ def _layout(fields) -> dict:
 
 
 _AT = _layout(STATE_FIELDS)
-KINDS, ORDERS, HASHES, IDLE, REGIONS, REGION_BITS, BUCKETS, STATE_SLOTS, SLOTS, COUNTER_INPUTS, RUN_INPUTS = (
-    _AT[k] for k in ("kinds", "orders", "hashes", "idle", "regions", "region_bits", "buckets", "state_slots", "slots",
-                     "counter_inputs", "run_inputs"))
+(KINDS, ORDERS, HASHES, IDLE, REGIONS, REGION_BITS, ENTRY_BITS, BUCKETS, STATE_SLOTS, SLOTS, COUNTER_INPUTS,
+ RUN_INPUTS) = (_AT[k] for k in ("kinds", "orders", "hashes", "idle", "regions", "region_bits", "entry_bits", "buckets",
+                                 "state_slots", "slots", "counter_inputs", "run_inputs"))
 MATCH, MIXERS, APMS, TEXT, RECORD, INSTRUCTIONS, ABLATED, BYTE_HISTORY, STATE_SIZE = (
     _AT[k] for k in ("match", "mixers", "apms", "text", "record", "instructions", "ablated", "byte_history",
                      "size"))
@@ -176,9 +178,12 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup)
 
     predicting = match_state(st, MATCH)
     expected = match_expected(st, MATCH, hist, st[HIST_BITS]) if predicting > 0 else np.int64(-1)
+    source_byte = np.int64(-1)
+    if shape.source and predicting == 0 and st[REVISION] >= mixer.SOURCE_SELECTOR_REVISION:
+        source_byte = source_expected(cum, c0, bit)
     mixer_select(st, MIXERS, n_in, n_ctx, shape.mixers, predicting, expected, st[MATCH + match.LEN], c0, c1,
                  (st[HIST4] >> 8) & 0xFF, known, order, bit, st[TEXT + text.MARKUP], st[TEXT + text.CLASSES],
-                 st[RECORD + record.WINDOW])
+                 st[RECORD + record.WINDOW], source_byte)
     p_mix = mixer_predict(weights, inputs, shape.width, st, MIXERS, shape.mixers, lut)
     st[P_MIX] = p_mix
     n_apm = shape.apms
@@ -217,7 +222,7 @@ def _end_of_byte(st, hist, mtable, aux, byte_entries, byte):
     _live_inputs(st)
     n = st[BYTE_HISTORIES]
     if n:
-        byte_history_update(st, BYTE_HISTORY, n, byte_entries, st[REGION_BITS:REGION_BITS + n],
+        byte_history_update(st, BYTE_HISTORY, n, byte_entries, st[ENTRY_BITS:ENTRY_BITS + n],
                             st[HASHES:HASHES + n], st[IDLE:IDLE + n], byte)
     match_update(st, MATCH, hist, mtable, hist_bits, pos, byte, order6_hash(c4, c8))
 
@@ -410,6 +415,7 @@ def new_state(config) -> np.ndarray:
     bits = [config.region_bits(kind) for kind in config.context_kinds]
     st[REGION_BITS:REGION_BITS + config.contexts] = bits
     st[REGIONS:REGIONS + config.contexts] = np.cumsum([0] + [1 << b for b in bits])[:-1]
+    st[ENTRY_BITS:ENTRY_BITS + config.contexts] = [config.entry_bits(kind) for kind in config.context_kinds]
     st[RECORD + record.USED] = config.has_records
     st[RECORD + record.GATED] = config.detector
     st[RECORD + record.WINDOW] = -1
