@@ -137,7 +137,8 @@ NAMES = ("order 2", "order 3", "order 4", "order 6", "word", "order 5", "word pa
          "runs and last word", "cased word pair", "shape order 2", "runs order 3", "sixteen runs", "token pair",
          "word two back", "word and runs", "column and classes")
 IDS = {name: kind for kind, name in enumerate(NAMES)}
-#: kinds whose regions are a quarter of the others' (see cm.Config.region_bits): four text contexts
+#: kinds whose regions are a quarter of the others' (from model revision 5 half, at most 8 MiB: see
+#: cm.Config.region_bits): four text contexts
 #: that joined levels 2 and 3 together (issue 12; no earlier preset used them), which gain nearly as
 #: much so (bench/RESULTS.md) and keep level 2 within 1.5 GiB on 3 MB of text, and next word and
 #: emphasis (a quarter region cost them 0.005% on enwik8_1M; level 3 stays within 1.5 GiB), and the

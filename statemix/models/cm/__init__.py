@@ -22,7 +22,8 @@ components live in :mod:`..bit`, one job per module, in the order of the data fl
    others'.  The x86 instruction contexts (:mod:`..bit.instructions`) are idle outside blocks coded
    as x86 code (``encode(..., x86=True)``, as the block's kind records); their regions are the record
    contexts' size.  The small text contexts (:data:`..bit.contexts.SMALL_TEXT_KINDS`) have regions
-   of 2**-``configuration.SMALL_TEXT_TABLE_SHIFT``.
+   of 2**-``configuration.SMALL_TEXT_TABLE_SHIFT``, from model revision 5 half the others', at most
+   2**``configuration.SMALL_TEXT_MAX_BITS`` bytes (``Config.region_bits``).
 3. Match model (:mod:`..bit.match`): the byte after the most recent earlier occurrence of the last
    bytes; from model revision 2 it also gives its length as an input.  Byte histories
    (:mod:`..bit.byte_history`, records that say so): the byte that followed
@@ -60,13 +61,15 @@ is coded.  It runs any range of a block: the coder and all model state live in a
 one int64 array laid out by :data:`.loop.STATE_FIELDS`).  :class:`Model`, here, owns those arrays
 and runs the loop over a block in timed steps.
 
-Memory (bytes): n * 2**table_bits (histories; a small text context's a quarter, a record or x86
+Memory (bytes): n * 2**table_bits (histories; a small text context's a quarter, from revision 5 half
+and at most 8 MiB, a record or x86
 instruction context's an eighth, an 8-bit image context's a sixteenth) + 2**hist_bits (history) +
 2**hist_bits (match table, int32 per 4 bytes of history) + 8.25 MiB per APM + the mixers' weights (4
 bytes per input per weight set and 4 for its uses, the sets of the mixers used,
 :func:`..bit.mixer.sets`: about 152,000 sets, 80 MiB, at level 2; 1,792 sets, 0.1 MiB, at level 1)
 + about 1.8 MiB (order-1 counters, the text state's indirect and next-word tables, the record detector's counts) +
-with byte histories, a quarter of each text context's history bytes (a 4-byte entry per 16 bytes).
+with byte histories, a quarter of each text context's history bytes (a 4-byte entry per 16 bytes; from
+revision 6 at most 4 MiB a context).
 """
 
 from __future__ import annotations
