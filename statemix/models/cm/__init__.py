@@ -66,7 +66,7 @@ and at most 8 MiB, a record or x86
 instruction context's an eighth, an 8-bit image context's a sixteenth) + 2**hist_bits (history) +
 2**hist_bits (match table, int32 per 4 bytes of history) + 8.25 MiB per APM + the mixers' weights (4
 bytes per input per weight set and 4 for its uses, the sets of the mixers used,
-:func:`..bit.mixer.sets`: about 152,000 sets, 80 MiB, at level 2; 1,792 sets, 0.1 MiB, at level 1)
+:func:`..bit.mixer.sets`: about 154,000 sets, 97 MiB, at level 2; 1,792 sets, 0.1 MiB, at level 1)
 + about 1.8 MiB (order-1 counters, the text state's indirect and next-word tables, the record detector's counts) +
 with byte histories, a quarter of each text context's history bytes (a 4-byte entry per 16 bytes; from
 revision 6 at most 4 MiB a context).
