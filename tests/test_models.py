@@ -47,7 +47,7 @@ def test_memory_limit():
     spec = spec_for_level(3)
     need = memory_needed(spec)
     assert need == cm.Config.from_bytes(spec.parameters).memory_bytes() > 400 << 20
-    with pytest.raises(StatemixError, match=r"^this stream's model needs 1,500 MiB of memory, more than the "
+    with pytest.raises(StatemixError, match=r"^this stream's model needs 1,372 MiB of memory, more than the "
                                             r"limit of 300 MiB \(raise it with --memory\)$"):
         build_model(spec, memory_limit=300 << 20)
     build_model(spec_for_level(1, 1000), memory_limit=need)

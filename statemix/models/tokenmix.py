@@ -16,8 +16,9 @@ Statistics (updated after every token, identically by encoder and decoder):
   tokens) that grows with each agreement.  History is a ring of ``2**HIST_BITS`` tokens.
 - the **frequency prior** lc[v] = ln(1 + count of v) (kept by the ssm model).
 
-Memory (:meth:`State.memory_bytes`): 12 + 8 ``SLOTS`` = 268 bytes per bucket (268 MiB at the
-presets' 2**20 buckets), 16 MiB of history, 8 bytes per match-table entry (2**(table_bits - 2)); it
+Memory (:meth:`State.memory_bytes`): 12 + 4 ``SLOTS`` = 140 bytes per bucket (140 MiB at the
+presets' 2**20 buckets: tokens and counts are 16-bit, as V <= 2**16 and counts stay under
+``COUNT_LIMIT``), 16 MiB of history, 8 bytes per match-table entry (2**(table_bits - 2)); it
 does not grow with the input.
 
 Mixing (``Config.mixing``), with s the SSM's logits, H their entropy in nats and
@@ -145,8 +146,8 @@ class State:
         self.orders = orders.copy()
         self.keys = np.zeros(nb, dtype=np.int64)  # context check per bucket (0 = empty)
         self.totals = np.zeros(nb, dtype=np.int32)  # n per bucket
-        self.tokens = np.zeros((nb, SLOTS), dtype=np.int32)
-        self.counts = np.zeros((nb, SLOTS), dtype=np.int32)  # 0 = free slot
+        self.tokens = np.zeros((nb, SLOTS), dtype=np.uint16)  # token ids: V <= 2**16 (ssm_config.MAX_BPE_MERGES)
+        self.counts = np.zeros((nb, SLOTS), dtype=np.uint16)  # 0 = free slot; at most COUNT_LIMIT
         self.history = np.zeros(1 << HIST_BITS, dtype=np.int32)
         self.match_table = np.zeros(1 << _match_bits(table_bits), dtype=np.int64)  # position + 1
         self.ist = np.zeros(IST_SIZE, dtype=np.int64)
@@ -165,7 +166,7 @@ class State:
     @staticmethod
     def memory_bytes(V: int, table_bits: int) -> int:
         nb = 1 << table_bits
-        return (nb * (12 + 8 * SLOTS) + 4 * (1 << HIST_BITS) + 8 * (1 << _match_bits(table_bits))
+        return (nb * (12 + 4 * SLOTS) + 4 * (1 << HIST_BITS) + 8 * (1 << _match_bits(table_bits))
                 + 8 * V + 4 * N_PAR)
 
     def arrays(self):

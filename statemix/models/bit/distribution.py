@@ -24,7 +24,7 @@ own float32 arithmetic follows the determinism rules of the ssm model.
 
 Sources, by the byte of cm's record: 0 none, ``SOURCE_COUNTS`` (1) the count models alone (the ssm
 preset "counts"), ``SOURCE_SSM`` (2) the SSM with them (the preset "mix").  Memory: the ssm model's
-(about 2**table_bits * 32 * 8 bytes of n-gram buckets, plus the SSM's parameters and activations).
+(about 2**table_bits * 140 bytes of n-gram buckets, plus the SSM's parameters and activations).
 """
 
 from __future__ import annotations
