@@ -47,28 +47,36 @@ GOLDEN_EMPTY = bytes.fromhex(
     "02"  # format version
     "01"  # arithmetic version
     "12"  # model record length
-    "01" "0004" "06" "0e10" "0905" "08" "d5efffffffffff1f" "c1"  # model record: cm (id 1), component set
-    #       with a model revision: revision 6 (mixer 3 by the source's byte, the byte histories' cap;
-    #       revision 5's small text regions; revision 4's final mixer's weight sets by word position
+    "01" "0004" "07" "0e10" "0905" "08" "d5efffffffffff1f" "c1"  # model record: cm (id 1), component set
+    #       with a model revision: revision 7 (the small text contexts' regions as the others', the
+    #       source's buckets of 16 slots; revision 6's mixer 3 by the source's byte, the byte
+    #       histories' cap; revision 5's small text regions; revision 4's final mixer's weight sets by word position
     #       and APMs' share of the coded probability; revision 3's mixer rates per weight set; revision
     #       2's APM training of both buckets and match length input), table_bits, hist_bits, 9 mixers,
     #       5 APMs, 8 bytes of mask of context kinds (0, 2, 4, 6-11, 13-60), byte-distribution source 1
     #       with bits 7-6 set (11): the record detector's revision 2 (it finds no short record in text,
     #       and finds the rows of 8-bit images); bit 5 clear: no byte histories (an input under 512 KiB
     #       has none)
-    "b499410e"  # header CRC32
+    "5c42bab7"  # header CRC32
     "00"  # end block
     "00"  # original length 0
     "00000000"  # CRC32 of no data
 )
 #: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 22 bytes
 GOLDEN_TEXT = bytes.fromhex(
-    "89534d580201" "12" "01000406" "0e100905" "08" "d5efffffffffff1f" "c1" "b499410e"  # header, as above
+    "89534d580201" "12" "01000407" "0e100905" "08" "d5efffffffffff1f" "c1" "5c42bab7"  # header, as above
     "01" "cc03" "16" "cf" "5877534f"  # modelled block: raw length 460, payload 22, check, CRC32
-    "8234c696d0fcdc28ca1c0f48b9429403c795edba2ce3"  # the range coder's code word
+    "8234c696d0fcdc28ca1c0f48b5fe8fff38d9e2296e6a"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
 )
-#: The same, written by level 2 at model revision 5 (kinds to 56): it must decode as it did.
+#: The same, written by level 2 at model revision 6 (kinds to 60): it must decode as it did.
+GOLDEN_EMPTY_KINDS_TO_60 = bytes.fromhex(
+    "89534d5802011201000406" "0e10090508d5efffffffffff1fc1" "b499410e" "00" "00" "00000000")
+GOLDEN_TEXT_KINDS_TO_60 = bytes.fromhex(
+    "89534d5802011201000406" "0e10090508d5efffffffffff1fc1" "b499410e" "01cc0316cf5877534f"
+    "8234c696d0fcdc28ca1c0f48b9429403c795edba2ce3" "00cc035877534f"
+)
+#: The same at model revision 5 (kinds to 56): it must decode as it did.
 GOLDEN_EMPTY_KINDS_TO_56 = bytes.fromhex(
     "89534d5802011201000405" "0e10090508d5efffffffffff01c1" "12cc7dcb" "00" "00" "00000000")
 GOLDEN_TEXT_KINDS_TO_56 = bytes.fromhex(
@@ -1216,6 +1224,12 @@ def test_golden_streams_of_the_first_level_2_still_decode():
     assert statemix.decompress(GOLDEN_TEXT_10_CONTEXTS) == GOLDEN_INPUT
 
 
+def test_golden_streams_of_levels_2_and_3_at_model_revision_6_still_decode():
+    assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_60) == b""
+    assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_60) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_KINDS_TO_60) == GOLDEN_INPUT
+
+
 def test_golden_streams_of_levels_2_and_3_at_model_revision_5_still_decode():
     assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_56) == b""
     assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_56) == GOLDEN_INPUT
@@ -1325,10 +1339,15 @@ GOLDEN_TEXT_LEVEL1_ONE_MIXER = bytes.fromhex(
 #: the SSM with the count models (02); no byte histories (bit 5 of the last byte clear: an input under
 #: 512 KiB has none)
 GOLDEN_TEXT_LEVEL3 = bytes.fromhex(
-    "89534d580201" "12" "01000406" "0e100905" "08" "d5efffffffffff1f" "c2" "0ec84897"  # header: level 3 record, CRC32
+    "89534d580201" "12" "01000407" "0e100905" "08" "d5efffffffffff1f" "c2" "e613b32e"  # header: level 3 record, CRC32
     "01" "cc03" "17" "59" "5877534f"  # modelled block: raw length 460, payload 23, check, CRC32
-    "8234d2c285f8d536d27e5d7291b4740b460aa1fd424c61"  # the range coder's code word
+    "8234d2c285f8d536d27e5d728f215e5e6e52670c5eb1ae"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same at model revision 6 (kinds to 60): it must decode as it did.
+GOLDEN_TEXT_LEVEL3_KINDS_TO_60 = bytes.fromhex(
+    "89534d5802011201000406" "0e10090508d5efffffffffff1fc2" "0ec84897" "01cc0317595877534f"
+    "8234d2c285f8d536d27e5d7291b4740b460aa1fd424c61" "00cc035877534f"
 )
 #: The same at model revision 5 (kinds to 56): it must decode as it did.
 GOLDEN_TEXT_LEVEL3_KINDS_TO_56 = bytes.fromhex(

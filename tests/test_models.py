@@ -10,7 +10,7 @@ import pytest
 
 from statemix import StatemixError
 from statemix.models import ModelSpec, build_model, cm, memory_needed, spec_for_level, ssm
-from statemix.models.bit import contexts, mixer
+from statemix.models.bit import contexts, distribution, mixer
 
 from conftest import config_with, text_sample
 
@@ -47,7 +47,7 @@ def test_memory_limit():
     spec = spec_for_level(3)
     need = memory_needed(spec)
     assert need == cm.Config.from_bytes(spec.parameters).memory_bytes() > 400 << 20
-    with pytest.raises(StatemixError, match=r"^this stream's model needs 1,372 MiB of memory, more than the "
+    with pytest.raises(StatemixError, match=r"^this stream's model needs 1,386 MiB of memory, more than the "
                                             r"limit of 300 MiB \(raise it with --memory\)$"):
         build_model(spec, memory_limit=300 << 20)
     build_model(spec_for_level(1, 1000), memory_limit=need)
@@ -57,7 +57,7 @@ def test_memory_limit():
 @pytest.mark.parametrize("model,level,hint,words", [
     ("cm", 2, None, "cm level 2 (57 contexts of 16 MiB, 8 of them record contexts of 2 MiB, 3 of them 8-bit image "
                     "contexts of 1 MiB, 2 of them x86 instruction contexts of 2 MiB, 23 of them small text contexts of "
-                    "8 MiB: order 2, order 4,"),
+                    "16 MiB: order 2, order 4,"),
     ("cm", 1, 5000, "cm level 1 (5 contexts of"),
     ("cm", 3, None, "cm level 3 (57 contexts of 32 MiB, 8 of them record contexts of 4 MiB, 3 of them 8-bit image "
                     "contexts of 2 MiB, 2 of them x86 instruction contexts of 4 MiB, 23 of them small text contexts of "
@@ -72,12 +72,27 @@ def test_describe_names_the_preset(model, level, hint, words):
 
 def test_small_text_regions_by_model_revision():
     # up to revision 4 a quarter of the others'; from revision 5 half, at most 2**23 bytes (so level 3's
-    # stay at 8 MiB); the other text contexts' keep table_bits
-    for revision, table_bits, small in ((4, 24, 22), (4, 25, 23), (5, 24, 23), (5, 25, 23), (5, 20, 19)):
+    # stay at 8 MiB); from revision 7 the others' up to 2**24 bytes, above that as revision 5's; the
+    # other text contexts' keep table_bits
+    for revision, table_bits, small in ((4, 24, 22), (4, 25, 23), (5, 24, 23), (5, 25, 23), (5, 20, 19),
+                                        (6, 24, 23), (7, 24, 24), (7, 25, 23), (7, 20, 20)):
         config = cm.Config(table_bits, 24, 2, 9, 5, kinds=(0, 44), source=1, revision=revision)
         assert cm.Config.from_bytes(config.to_bytes()) == config
         assert (config.region_bits(44), config.region_bits(0)) == (small, table_bits), (revision, table_bits)
-    assert cm.Config.from_bytes(spec_for_level(2).parameters).revision == 6
+    assert cm.Config.from_bytes(spec_for_level(2).parameters).revision == 7
+
+
+def test_source_buckets_by_model_revision():
+    # up to revision 6 buckets of 32 slots, 2**4 fewer than a context's bytes, at most 2**20; from
+    # revision 7 twice as many of 16 slots, in about the same memory
+    for revision, table_bits, bits, slots in ((6, 24, 20, 32), (6, 16, 12, 32), (7, 24, 21, 16), (7, 25, 21, 16),
+                                              (7, 16, 13, 16), (7, 14, 12, 16)):
+        config = cm.Config(table_bits, 24, 2, 9, 5, kinds=(0, 44), source=1, revision=revision)
+        assert (config.source_table_bits, config.source_slots) == (bits, slots), (revision, table_bits)
+        source = distribution.Source(config.source, bits, slots)
+        assert source.model.mixstate.tokens.shape == (1 << bits, slots)
+    before, after = (distribution.memory_bytes(1, bits, slots) for bits, slots in ((20, 32), (21, 16)))
+    assert before < after < 1.1 * before
 
 
 def test_cm_description_lists_every_component_but_the_counters_and_apms():
@@ -323,7 +338,6 @@ def test_lookup_tables_are_pinned_and_only_a_matching_cache_file_is_read(tmp_pat
 
 def test_source_input_is_the_mass_of_the_upper_half():
     # the byte distribution read bit by bit, against a plain sum over the byte values
-    from statemix.models.bit import distribution
     from statemix.models.bit.tables import lookup_tables
 
     lut = lookup_tables()

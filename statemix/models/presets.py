@@ -83,7 +83,11 @@ BYTE_HISTORIES_MIN_FIT = 23
 #: (bench/RESULTS.md, issue 12: -0.11% on enwik8_3M at level 2; level 3's stay 8 MiB).  Then model
 #: revision 6: mixer 3 selected by the byte-distribution source's most likely byte while the match
 #: model has none, and at most 2**20 byte-history entries per context (bench/RESULTS.md, issue 12:
-#: -0.04% on enwik8_1M and enwik8_3M; level 3's bound 84 MiB less).
+#: -0.04% on enwik8_1M and enwik8_3M; level 3's bound 84 MiB less).  Then model revision 7: the
+#: small text contexts' regions the others' up to 16 MiB (level 2's; level 3's stay 8 MiB), and the
+#: byte-distribution source's count models in twice the buckets of 16 slots, not 32, in about the same
+#: memory (bench/RESULTS.md, issue 12: -0.10% and -0.06% on enwik8_3M at level 2; its bound 1,013 ->
+#: 1,257 MiB, after 16-bit slots took it from 1,141 to 1,013 MiB).
 #: Level 1 has 2 mixers and 2**22-byte regions (bench/RESULTS.md, issue 12: -2.4% on enwik8_1M for
 #: 1.2 times the time; 1 mixer and 2**20 before).  Level 3's history (and match table) holds 2**24
 #: bytes, as level 2's, since kinds 52-60 (2**26 before the shape contexts 44-51, 2**25 before kinds
@@ -92,9 +96,9 @@ BYTE_HISTORIES_MIN_FIT = 23
 CM_LEVELS = {
     1: dict(table_bits=22, hist_bits=22, contexts=5, mixers=2, apms=1),
     2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=1,
-            detector=2, byte_histories=True, revision=6),
+            detector=2, byte_histories=True, revision=7),
     3: dict(table_bits=25, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=2,
-            detector=2, byte_histories=True, revision=6),
+            detector=2, byte_histories=True, revision=7),
 }
 #: Largest sizes any cm preset writes or wrote (level 3's history had 2**26 bytes before the shape
 #: contexts): a record asking for more is corrupt (and could not be allocated on an ordinary

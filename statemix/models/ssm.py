@@ -110,7 +110,7 @@ class Model:
         self.rc = new_state()
         coding_bytes = self.config.tokenizer == TOK_IDS and self.config.vocab == 256
         orders = tokenmix.BYTE_ORDERS if coding_bytes else tokenmix.ORDERS
-        self.mixstate = tokenmix.State(config.vocab, config.table_bits, orders)
+        self.mixstate = tokenmix.State(config.vocab, config.table_bits, orders, config.slots)
         self.allocated = True
 
     @property

@@ -59,7 +59,8 @@ class Config:
     Count models and mixing (:mod:`.tokenmix`): ``mixing`` (0 SSM + frequency prior, 1 the reference's
     fixed-weight n-grams, 2 learned), ``use_ssm`` (0: no SSM, the count models alone), ``match``
     (the token match model, learned mixing only), ``calibrate`` (learned inverse temperature,
-    learned mixing only), ``table_bits`` (log2 of the n-gram buckets; ``SLOTS`` pairs each).
+    learned mixing only), ``table_bits`` (log2 of the n-gram buckets), ``slots`` ((token, count) pairs
+    per bucket: 32 for every ssm stream, which does not record it; cm's byte-distribution source sets it).
     ``delay``: chunks between coding a chunk and training on it, 0 or 1 (:mod:`.nn.train`): with 1,
     the training of a chunk runs on a second thread while the next chunk is coded.
     """
@@ -97,6 +98,7 @@ class Config:
     calibrate: int = 0
     table_bits: int = 12
     delay: int = 0
+    slots: int = tokenmix.SLOTS
 
     def to_bytes(self) -> bytes:
         return struct.pack(
@@ -134,7 +136,8 @@ class Config:
               and (self.vocab == 256 if self.tokenizer == TOK_BPE else self.merges == 0)
               and self.mixing in (tokenmix.MIX_PRIOR, tokenmix.MIX_REFERENCE, tokenmix.MIX_LEARNED)
               and self.use_ssm in (0, 1) and self.match in (0, 1) and self.calibrate in (0, 1)
-              and 10 <= self.table_bits <= 21 and self.delay in (0, 1))
+              and 10 <= self.table_bits <= 21 and self.delay in (0, 1)
+              and 1 <= self.slots <= tokenmix.SLOTS)
         floats = (self.lr, self.beta1, self.beta2, self.adam_eps, self.clip, self.smoothing,
                   self.prior, self.lr_min, self.lr_half)
         ok = ok and all(np.isfinite(floats))
@@ -182,7 +185,7 @@ class Config:
         acts = (3 * (L + 1) * T * D + L * (T + K) * E + L * T * (8 * E + 2 * N + 1)
                 + L * (T + 1) * N * E + 2 * L * T * N * E + 3 * T * V)
         copies = self.delay * (total + acts)  # the coding weights and the trainer's activations
-        return 4 * (4 * total + acts + copies) + 64 * V + tokenmix.State.memory_bytes(V, self.table_bits)
+        return 4 * (4 * total + acts + copies) + 64 * V + tokenmix.State.memory_bytes(V, self.table_bits, self.slots)
 
 
 PRESETS.update({name: Config(**fields) for name, fields in presets.SSM_PRESETS.items()})

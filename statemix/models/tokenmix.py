@@ -8,17 +8,18 @@ Statistics (updated after every token, identically by encoder and decoder):
 
 - **n-gram contexts** of ``ORDERS`` = 1-7, 15 and 31 preceding tokens (the reference's orders).  One
   hash table of ``2**table_bits`` buckets holds all orders; a bucket is a 64-bit context check, the
-  context's total count n and ``SLOTS`` (token, count) pairs.  A context probes two buckets; a new
-  context takes the emptier one (replacement by smallest n).  A full bucket replaces its smallest
-  count.  Counts age: when n reaches ``COUNT_LIMIT`` every count in the bucket is halved.
+  context's total count n and ``slots`` (token, count) pairs (``SLOTS``, 32, unless configured).
+  A context probes two buckets; a new context takes the emptier one (replacement by smallest n).  A
+  full bucket replaces its smallest count.  Counts age: when n reaches ``COUNT_LIMIT`` every count
+  in the bucket is halved.
 - **match model**: the last position of every hashed 3-token context; while the tokens after that
   position keep agreeing with the coded ones, the next one there is predicted, with a length (in
   tokens) that grows with each agreement.  History is a ring of ``2**HIST_BITS`` tokens.
 - the **frequency prior** lc[v] = ln(1 + count of v) (kept by the ssm model).
 
-Memory (:meth:`State.memory_bytes`): 12 + 4 ``SLOTS`` = 140 bytes per bucket (140 MiB at the
-presets' 2**20 buckets: tokens and counts are 16-bit, as V <= 2**16 and counts stay under
-``COUNT_LIMIT``), 16 MiB of history, 8 bytes per match-table entry (2**(table_bits - 2)); it
+Memory (:meth:`State.memory_bytes`): 12 + 4 ``slots`` bytes per bucket (140 bytes with 32 slots:
+140 MiB at the presets' 2**20 buckets; tokens and counts are 16-bit, as V <= 2**16 and counts stay
+under ``COUNT_LIMIT``), 16 MiB of history, 8 bytes per match-table entry (2**(table_bits - 2)); it
 does not grow with the input.
 
 Mixing (``Config.mixing``), with s the SSM's logits, H their entropy in nats and
@@ -67,7 +68,7 @@ N_ORDERS = 9
 # the reference's fixed weights: order -> (lambda, alpha)
 REF_LAMBDA = np.array([0.15, 0.10, 0.08, 0.06, 0.05, 0.04, 0.03, 0.50, 1.0], dtype=np.float32)
 REF_ALPHA = np.array([0.10, 0.05, 0.03, 0.02, 0.015, 0.01, 0.008, 0.001, 0.001], dtype=np.float32)
-SLOTS = 32  # (token, count) pairs per n-gram bucket
+SLOTS = 32  # (token, count) pairs per n-gram bucket, unless a configuration says otherwise
 COUNT_LIMIT = 1023  # a bucket's counts are halved when its total reaches this
 HIST_BITS = 22  # token history ring (match model): 4 Mi tokens
 MATCH_MIN = 3  # tokens hashed to find a match
@@ -141,32 +142,32 @@ class State:
 
     SNAPSHOT_STATE = True  # a model's snapshot copies this object's arrays (models._snapshot)
 
-    def __init__(self, V: int, table_bits: int, orders: np.ndarray = ORDERS):
+    def __init__(self, V: int, table_bits: int, orders: np.ndarray = ORDERS, slots: int = SLOTS):
         nb = 1 << table_bits
         self.orders = orders.copy()
         self.keys = np.zeros(nb, dtype=np.int64)  # context check per bucket (0 = empty)
         self.totals = np.zeros(nb, dtype=np.int32)  # n per bucket
-        self.tokens = np.zeros((nb, SLOTS), dtype=np.uint16)  # token ids: V <= 2**16 (ssm_config.MAX_BPE_MERGES)
-        self.counts = np.zeros((nb, SLOTS), dtype=np.uint16)  # 0 = free slot; at most COUNT_LIMIT
+        self.tokens = np.zeros((nb, slots), dtype=np.uint16)  # token ids: V <= 2**16 (ssm_config.MAX_BPE_MERGES)
+        self.counts = np.zeros((nb, slots), dtype=np.uint16)  # 0 = free slot; at most COUNT_LIMIT
         self.history = np.zeros(1 << HIST_BITS, dtype=np.int32)
         self.match_table = np.zeros(1 << _match_bits(table_bits), dtype=np.int64)  # position + 1
         self.ist = np.zeros(IST_SIZE, dtype=np.int64)
         self.par = initial_parameters()
         self.rates = RATES.copy()
         # per-token work: the seen continuations (token, order, cell) and the buckets found
-        self.ent_tok = np.zeros(N_ORDERS * SLOTS, dtype=np.int64)
-        self.ent_ord = np.zeros(N_ORDERS * SLOTS, dtype=np.int64)
-        self.ent_cell = np.zeros(N_ORDERS * SLOTS, dtype=np.int64)
-        self.ent_cnt = np.zeros(N_ORDERS * SLOTS, dtype=np.int64)
+        self.ent_tok = np.zeros(N_ORDERS * slots, dtype=np.int64)
+        self.ent_ord = np.zeros(N_ORDERS * slots, dtype=np.int64)
+        self.ent_cell = np.zeros(N_ORDERS * slots, dtype=np.int64)
+        self.ent_cnt = np.zeros(N_ORDERS * slots, dtype=np.int64)
         self.bucket = np.zeros(N_ORDERS, dtype=np.int64)
         self.ctx = np.zeros(N_ORDERS, dtype=np.int64)
         self.bias = np.zeros(V, dtype=np.float32)  # dense sparse-bias vector, zero between tokens
         self.z = np.zeros(V, dtype=np.float32)  # mixed logits before the temperature
 
     @staticmethod
-    def memory_bytes(V: int, table_bits: int) -> int:
+    def memory_bytes(V: int, table_bits: int, slots: int = SLOTS) -> int:
         nb = 1 << table_bits
-        return (nb * (12 + 4 * SLOTS) + 4 * (1 << HIST_BITS) + 8 * (1 << _match_bits(table_bits))
+        return (nb * (12 + 4 * slots) + 4 * (1 << HIST_BITS) + 8 * (1 << _match_bits(table_bits))
                 + 8 * V + 4 * N_PAR)
 
     def arrays(self):
@@ -259,7 +260,7 @@ def gather(ts, bits):
         longest = o + 1
         first = ne
         n = np.int64(totals[b])
-        for j in range(SLOTS):
+        for j in range(tokens.shape[1]):
             c = np.int64(counts[b, j])
             if c > 0:
                 ent_tok[ne] = tokens[b, j]
@@ -300,7 +301,7 @@ def mix_logits(mode, use_ssm, use_match, calibrate, prior, lg, entropy, lc, V, t
         b2 = bucket[1]
         if b2 >= 0 and totals[b2] > 0:
             top = 0
-            for j in range(1, SLOTS):
+            for j in range(1, tokens.shape[1]):
                 if counts[b2, j] > counts[b2, top]:
                     top = j
             conf = np.float32(counts[b2, top])
@@ -401,7 +402,7 @@ def learn(mode, use_ssm, use_match, calibrate, lg, lc, V, probs, sym, ts):
             bias[history[(pos - 1 - i) & mask]] = F0
         b2 = bucket[1]
         if b2 >= 0:
-            for j in range(SLOTS):
+            for j in range(tokens.shape[1]):
                 bias[tokens[b2, j]] = F0
     if ist[I_MLEN] > 0:
         bias[ist[I_MTOK]] = F0
@@ -422,11 +423,11 @@ def update(sym, bits, ts):
             b = b0 if totals[b0] <= totals[b0 ^ 1] else b0 ^ 1
             keys[b] = key
             totals[b] = 0
-            for j in range(SLOTS):
+            for j in range(tokens.shape[1]):
                 counts[b, j] = 0
         slot = -1
         low = 0
-        for j in range(SLOTS):
+        for j in range(tokens.shape[1]):
             if counts[b, j] > 0 and tokens[b, j] == sym:
                 slot = j
                 break
@@ -441,7 +442,7 @@ def update(sym, bits, ts):
         totals[b] += 1
         if totals[b] >= COUNT_LIMIT:
             n = 0
-            for j in range(SLOTS):
+            for j in range(tokens.shape[1]):
                 counts[b, j] >>= 1
                 n += counts[b, j]
             totals[b] = n

@@ -24,7 +24,9 @@ own float32 arithmetic follows the determinism rules of the ssm model.
 
 Sources, by the byte of cm's record: 0 none, ``SOURCE_COUNTS`` (1) the count models alone (the ssm
 preset "counts"), ``SOURCE_SSM`` (2) the SSM with them (the preset "mix").  Memory: the ssm model's
-(about 2**table_bits * 140 bytes of n-gram buckets, plus the SSM's parameters and activations).
+(2**table_bits n-gram buckets of 12 + 4 * slots bytes: up to model revision 6 2**20 of 32 slots, 140
+MiB; from revision 7 2**21 of 16, 152 MiB (cm.Config.source_table_bits); plus 20 MiB of the count
+models' history and match table, and the SSM's parameters and activations).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from ..._jit import kernel, variant
 from .. import ssm_config
 from ..ssm import Model as SsmModel
 from ..tokenloop import learn_token, learn_token_no_ssm, predict_token, predict_token_no_ssm
+from ..tokenmix import SLOTS
 
 SOURCE_NONE, SOURCE_COUNTS, SOURCE_SSM = 0, 1, 2
 PRESETS = {SOURCE_COUNTS: "counts", SOURCE_SSM: "mix"}
@@ -56,9 +59,9 @@ Arrays = namedtuple("Arrays", "net acts grads counts lc ts ex freqs lanes cum at
 PINNED = {SOURCE_SSM: dict(smoothing=0.12, delay=0, chunk=32, iters_c=2)}
 
 
-def source_config(source: int, table_bits: int) -> ssm_config.Config:
-    """The ssm configuration of ``source`` with 2**``table_bits`` n-gram buckets."""
-    return replace(ssm_config.PRESETS[PRESETS[source]], table_bits=table_bits, **PINNED.get(source, {}))
+def source_config(source: int, table_bits: int, slots: int = SLOTS) -> ssm_config.Config:
+    """The ssm configuration of ``source`` with 2**``table_bits`` n-gram buckets of ``slots`` pairs."""
+    return replace(ssm_config.PRESETS[PRESETS[source]], table_bits=table_bits, slots=slots, **PINNED.get(source, {}))
 
 
 class Source:
@@ -66,8 +69,8 @@ class Source:
 
     SNAPSHOT_STATE = True  # a model's snapshot copies this object's arrays (models._snapshot)
 
-    def __init__(self, source: int, table_bits: int):
-        self.model = SsmModel(source_config(source, table_bits))
+    def __init__(self, source: int, table_bits: int, slots: int = SLOTS):
+        self.model = SsmModel(source_config(source, table_bits, slots))
         self.ex = np.zeros(256, dtype=np.float32)
         self.freqs = np.zeros(256, dtype=np.int32)
         self.lanes = np.zeros(LANES, dtype=np.float32)
@@ -85,9 +88,9 @@ class Source:
                       self.ex, self.freqs, self.lanes, self.cum, self.at)
 
 
-def memory_bytes(source: int, table_bits: int) -> int:
+def memory_bytes(source: int, table_bits: int, slots: int = SLOTS) -> int:
     """An upper bound of a source's memory, in bytes."""
-    return source_config(source, table_bits).memory_bytes() if source else 0
+    return source_config(source, table_bits, slots).memory_bytes() if source else 0
 
 
 @kernel(inline=True)

@@ -62,14 +62,15 @@ one int64 array laid out by :data:`.loop.STATE_FIELDS`).  :class:`Model`, here, 
 and runs the loop over a block in timed steps.
 
 Memory (bytes): n * 2**table_bits (histories; a small text context's a quarter, from revision 5 half
-and at most 8 MiB, a record or x86
+and at most 8 MiB, from revision 7 the same up to 16 MiB, a record or x86
 instruction context's an eighth, an 8-bit image context's a sixteenth) + 2**hist_bits (history) +
 2**hist_bits (match table, int32 per 4 bytes of history) + 8.25 MiB per APM + the mixers' weights (4
 bytes per input per weight set and 4 for its uses, the sets of the mixers used,
 :func:`..bit.mixer.sets`: about 154,000 sets, 97 MiB, at level 2; 1,792 sets, 0.1 MiB, at level 1)
 + about 1.8 MiB (order-1 counters, the text state's indirect and next-word tables, the record detector's counts) +
 with byte histories, a quarter of each text context's history bytes (a 4-byte entry per 16 bytes; from
-revision 6 at most 4 MiB a context).
+revision 6 at most 4 MiB a context) + with a byte-distribution source, its memory
+(:mod:`..bit.distribution`: 174 MiB at levels 2 and 3).
 """
 
 from __future__ import annotations
@@ -127,7 +128,8 @@ class Model:
         self.hist = np.zeros(1 << config.hist_bits, dtype=np.uint8)
         self.mtable = np.zeros(1 << (config.hist_bits - 2), dtype=np.int32)
         self.aux = np.zeros(AUX_SIZE, dtype=np.int32)
-        self.source = distribution.Source(config.source, config.source_table_bits) if config.source else None
+        self.source = (distribution.Source(config.source, config.source_table_bits, config.source_slots)
+                       if config.source else None)
         self.rc = new_coder_state()
         self.inputs = np.zeros(config.inputs, dtype=np.int64)
         # the loop the record asks for: with the SSM, compiled for level 1's shape, or the generic one

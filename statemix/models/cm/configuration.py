@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 
 from .. import presets
 from ..bit import byte_history, contexts, distribution, image, instructions, match, mixer, sse
+from ..tokenmix import SLOTS
 from .loop import AUX_SIZE, N_HASHED, STATE_MAP_BASE
 
 FIRST_RECORD_KINDS, FIRST_RECORD_RUNS = 10, 9  # contexts and run inputs a first record can have (see the package's docstring)
@@ -24,6 +25,13 @@ GRAY_TABLE_SHIFT = 4  # and the 8-bit image contexts' 2**-GRAY_TABLE_SHIFT (thei
 SMALL_TEXT_TABLE_SHIFT = 2  # and the small text contexts' (contexts.SMALL_TEXT_KINDS) 2**-SMALL_TEXT_TABLE_SHIFT,
 #: but from model revision SMALL_TEXT_REVISION half the others', and at most 2**SMALL_TEXT_MAX_BITS bytes
 SMALL_TEXT_REVISION, SMALL_TEXT_MAX_BITS = 5, 23
+#: and from model revision FULL_TEXT_REVISION the others' up to 2**FULL_TEXT_MAX_BITS bytes (above
+#: that as revision 5's: level 3's stay 8 MiB, within the decoder's default memory limit)
+FULL_TEXT_REVISION, FULL_TEXT_MAX_BITS = 7, 24
+#: From model revision SOURCE_SLOTS_REVISION the byte-distribution source's n-gram buckets hold
+#: SOURCE_SLOTS (token, count) pairs, not 32, and there are twice as many in about the same memory
+#: (:attr:`Config.source_table_bits`)
+SOURCE_SLOTS_REVISION, SOURCE_SLOTS = 7, 16
 
 RECORD_LIST = b"\x00\x01"  # a record with a component list starts so (a first record's table_bits is >= 12)
 RECORD_MASK = b"\x00\x02"  # and one with a component set
@@ -225,9 +233,9 @@ class Config:
         counters = STATE_MAP_BASE + self.contexts * 256 + self.byte_history_inputs * byte_history.N_COUNTERS
         weights = mixer.weight_words(mixer.sets.py_func(self.contexts, self.mixers), self.inputs, self.revision)
         words = counters + sse.rows(self.apms, self.has_records) * sse.BUCKETS + weights
+        source = distribution.memory_bytes(self.source, self.source_table_bits, self.source_slots)
         return (4 * (words + AUX_SIZE) + self.history_bytes + (1 << self.hist_bits)
-                + 4 * (1 << (self.hist_bits - 2)) + distribution.memory_bytes(self.source, self.source_table_bits)
-                + 4 * self.byte_history_entries)
+                + 4 * (1 << (self.hist_bits - 2)) + source + 4 * self.byte_history_entries)
 
     def region_bits(self, kind: int) -> int:
         """log2 of the bytes of bit-history states of context ``kind``: ``table_bits``, an eighth of
@@ -238,10 +246,14 @@ class Config:
         the small text contexts (contexts.SMALL_TEXT_KINDS: a full region gained 0.02% on enwik8_1M and
         0.05% on enwik8_3M, for 2 x 48 MiB more at level 2 when compressing), and from model revision 5
         half the others', up to 2**23 bytes (a quarter at level 3: its memory stays under the
-        decoder's default limit; at level 2 half regions gained 0.11% on enwik8_3M, bench/RESULTS.md)."""
+        decoder's default limit; at level 2 half regions gained 0.11% on enwik8_3M, bench/RESULTS.md);
+        from model revision 7 the others' up to 2**24 bytes (level 2: 0.10% on enwik8_3M), above that
+        as revision 5's (level 3's stay 8 MiB)."""
         if image.is_gray.py_func(kind):
             return self.table_bits - GRAY_TABLE_SHIFT
         if kind in contexts.SMALL_TEXT_KINDS:
+            if self.revision >= FULL_TEXT_REVISION and self.table_bits <= FULL_TEXT_MAX_BITS:
+                return self.table_bits
             if self.revision >= SMALL_TEXT_REVISION:
                 return min(self.table_bits - 1, SMALL_TEXT_MAX_BITS)
             return self.table_bits - SMALL_TEXT_TABLE_SHIFT
@@ -268,8 +280,16 @@ class Config:
     @property
     def source_table_bits(self) -> int:
         """log2 of the byte-distribution source's n-gram buckets: 2**4 fewer than a context's bytes,
-        at most 2**20 (the ssm preset's), so both shrink alike with the input."""
+        at most 2**20 (the ssm preset's), so both shrink alike with the input; from model revision
+        SOURCE_SLOTS_REVISION, of half as many slots, 2**3 fewer, at most 2**21."""
+        if self.revision >= SOURCE_SLOTS_REVISION:
+            return min(21, max(12, self.table_bits - 3))
         return min(20, max(12, self.table_bits - 4))
+
+    @property
+    def source_slots(self) -> int:
+        """(token, count) pairs per bucket of the byte-distribution source (:mod:`..tokenmix`)."""
+        return SOURCE_SLOTS if self.revision >= SOURCE_SLOTS_REVISION else SLOTS
 
     def components(self) -> list[str]:
         """The names of the components this configuration has (see :meth:`Model.ablated`)."""
