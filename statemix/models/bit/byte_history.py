@@ -32,7 +32,7 @@ from .tables import train
 ENTRY, EXPECT, RUN, SLOT = range(4)  # fields, each n words long
 N_COUNTERS = 16 * 8 * 2  # (run bucket) x (bit position) x (expected bit)
 LIMIT = 1023  # counter confidence cap
-ENTRY_SHIFT = 4  # a context has 2**(its region bits - ENTRY_SHIFT) entries (4 bytes each),
+ENTRY_SHIFT = 4  # a context has 2**(its region bits - ENTRY_SHIFT) entries (4 bytes each)
 MAX_ENTRY_BITS, MAX_ENTRY_REVISION = 20, 6  # from model revision 6 at most 2**20 (cm.Config.entry_bits)
 SALT = 0x5851F42D  # of the entry's hash: mix_hash(context hash, SALT), bits 8.. index, 48..55 check
 

@@ -105,11 +105,17 @@ def source_begin(src):
 
 
 @kernel(inline=True)
+def _consistent(c0, bit):
+    """The byte values consistent with the partial byte ``c0`` (bit ``bit``): the first, and how many."""
+    width = np.int64(1) << (8 - bit)
+    return (c0 - (np.int64(1) << bit)) << (8 - bit), width
+
+
+@kernel(inline=True)
 def source_input(cum, c0, bit, lut):
     """The stretched P(next bit = 1) of the distribution (``cum``: its prefix sums, ``Arrays.cum``),
     given the partial byte ``c0`` (bit ``bit``)."""
-    width = np.int64(1) << (8 - bit)
-    lo = (c0 - (np.int64(1) << bit)) << (8 - bit)
+    lo, width = _consistent(c0, bit)
     low = cum[lo]
     high = cum[lo + width]
     p = ((high - cum[lo + (width >> 1)]) << 16) // (high - low)
@@ -120,8 +126,7 @@ def source_input(cum, c0, bit, lut):
 def source_expected(cum, c0, bit):
     """The byte the distribution finds most likely among those consistent with the partial byte
     ``c0`` (bit ``bit``), the lowest of equals: a mixer selector (:mod:`.mixer`, mixer 3)."""
-    width = np.int64(1) << (8 - bit)
-    lo = (c0 - (np.int64(1) << bit)) << (8 - bit)
+    lo, width = _consistent(c0, bit)
     best = lo
     most = cum[lo + 1] - cum[lo]
     for byte in range(lo + 1, lo + width):

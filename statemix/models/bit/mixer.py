@@ -94,10 +94,8 @@ Revision = namedtuple("Revision", "mixer_rate stream_boost set_boost rate_shift 
 #: Revision 6 keeps them too: mixer 3 reads the source's byte, and the byte histories' tables are
 #: capped (.byte_history).  Revision 7 keeps them too: the small text contexts' regions and the
 #: byte-distribution source's buckets (cm.configuration).
-REVISIONS = (Revision(4, 24, 0, 18, 32, 0, 4, 1), Revision(3, 24, 0, 18, 16, 16, 24, 1),
-             Revision(3, 24, 0, 18, 16, 16, 24, 1), Revision(3, 0, 48, 19, 16, 16, 24, 1),
-             Revision(3, 0, 48, 19, 16, 16, 24, 8), Revision(3, 0, 48, 19, 16, 16, 24, 8),
-             Revision(3, 0, 48, 19, 16, 16, 24, 8), Revision(3, 0, 48, 19, 16, 16, 24, 8))
+REVISIONS = ((Revision(4, 24, 0, 18, 32, 0, 4, 1),) + (Revision(3, 24, 0, 18, 16, 16, 24, 1),) * 2
+             + (Revision(3, 0, 48, 19, 16, 16, 24, 1),) + (Revision(3, 0, 48, 19, 16, 16, 24, 8),) * 4)
 MIXER_SKIP = 1024  # mixers skip training when |bit - p| < MIXER_SKIP / 2**16
 USES_SCALE = 256  # a weight set's rate boost halves after USES_SCALE trainings
 USES_LIMIT = 65535  # uses counted up to this (the boost is 0 from there on)

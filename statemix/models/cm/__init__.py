@@ -23,7 +23,8 @@ components live in :mod:`..bit`, one job per module, in the order of the data fl
    as x86 code (``encode(..., x86=True)``, as the block's kind records); their regions are the record
    contexts' size.  The small text contexts (:data:`..bit.contexts.SMALL_TEXT_KINDS`) have regions
    of 2**-``configuration.SMALL_TEXT_TABLE_SHIFT``, from model revision 5 half the others', at most
-   2**``configuration.SMALL_TEXT_MAX_BITS`` bytes (``Config.region_bits``).
+   2**``configuration.SMALL_TEXT_MAX_BITS`` bytes, from revision 7 the others' up to
+   2**``configuration.FULL_TEXT_MAX_BITS`` bytes (``Config.region_bits``).
 3. Match model (:mod:`..bit.match`): the byte after the most recent earlier occurrence of the last
    bytes; from model revision 2 it also gives its length as an input.  Byte histories
    (:mod:`..bit.byte_history`, records that say so): the byte that followed
