@@ -1224,6 +1224,10 @@ def test_golden_streams_of_the_first_level_2_still_decode():
     assert statemix.decompress(GOLDEN_TEXT_10_CONTEXTS) == GOLDEN_INPUT
 
 
+def test_golden_stream_of_level_3_with_its_first_ssm_source_still_decodes():
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_SOURCE_2) == GOLDEN_INPUT
+
+
 def test_golden_streams_of_levels_2_and_3_at_model_revision_6_still_decode():
     assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_60) == b""
     assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_60) == GOLDEN_INPUT
@@ -1336,13 +1340,18 @@ GOLDEN_TEXT_LEVEL1_ONE_MIXER = bytes.fromhex(
 
 
 #: statemix.compress(GOLDEN_INPUT, level=3): level 2's record but for its byte-distribution source,
-#: the SSM with the count models (02); no byte histories (bit 5 of the last byte clear: an input under
-#: 512 KiB has none)
+#: the wide SSM with the count models (03); no byte histories (bit 5 of the last byte clear: an input
+#: under 512 KiB has none)
 GOLDEN_TEXT_LEVEL3 = bytes.fromhex(
-    "89534d580201" "12" "01000407" "0e100905" "08" "d5efffffffffff1f" "c2" "e613b32e"  # header: level 3 record, CRC32
+    "89534d580201" "12" "01000407" "0e100905" "08" "d5efffffffffff1f" "c3" "7023b459"  # header: level 3 record, CRC32
     "01" "cc03" "17" "59" "5877534f"  # modelled block: raw length 460, payload 23, check, CRC32
-    "8234d2c285f8d536d27e5d728f215e5e6e52670c5eb1ae"  # the range coder's code word
+    "81f5deb2e5291ec12beeae635f67bbae8820ebba32e5cf"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same with level 3's first SSM source (02: d_model 32, label smoothing 0.12): it must decode as it did.
+GOLDEN_TEXT_LEVEL3_SOURCE_2 = bytes.fromhex(
+    "89534d5802011201000407" "0e10090508d5efffffffffff1fc2" "e613b32e" "01cc0317595877534f"
+    "8234d2c285f8d536d27e5d728f215e5e6e52670c5eb1ae" "00cc035877534f"
 )
 #: The same at model revision 6 (kinds to 60): it must decode as it did.
 GOLDEN_TEXT_LEVEL3_KINDS_TO_60 = bytes.fromhex(

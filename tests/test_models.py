@@ -47,7 +47,7 @@ def test_memory_limit():
     spec = spec_for_level(3)
     need = memory_needed(spec)
     assert need == cm.Config.from_bytes(spec.parameters).memory_bytes() > 400 << 20
-    with pytest.raises(StatemixError, match=r"^this stream's model needs 1,386 MiB of memory, more than the "
+    with pytest.raises(StatemixError, match=r"^this stream's model needs 1,387 MiB of memory, more than the "
                                             r"limit of 300 MiB \(raise it with --memory\)$"):
         build_model(spec, memory_limit=300 << 20)
     build_model(spec_for_level(1, 1000), memory_limit=need)
@@ -97,7 +97,7 @@ def test_source_buckets_by_model_revision():
 
 def test_cm_description_lists_every_component_but_the_counters_and_apms():
     for level, last in ((2, "x86 opcodes, match, byte histories, byte distribution (count models), 9 mixers, 5 APMs"),
-                        (3, "match, byte histories, byte distribution (SSM and count models), 9 mixers")):
+                        (3, "match, byte histories, byte distribution (wide SSM and count models), 9 mixers")):
         assert last in spec_for_level(level).describe()
 
 
@@ -215,8 +215,8 @@ def test_cm_component_list_record():
                 bytes([0, 1, 20, 22, 2, 1, 3, 4, 0]), bytes([0, 1, 27, 22, 2, 1, 1, 4]),
                 bytes([0, 2, 20, 22, 2, 1, 0, 0, 0, 0, 0]), bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0, 0x41]),
                 bytes([0, 2, 20, 22, mixer.N_MIXERS + 1, 1, 1, 0, 0, 0, 0]), bytes([0, 2, 20, 22, 2, 5, 1, 0, 0, 0, 0]),
-                bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0]), bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0, 3]),
-                bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0, 0x83])):
+                bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0]), bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0, max(distribution.PRESETS) + 1]),
+                bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0, 0x80 | (max(distribution.PRESETS) + 1)])):
         with pytest.raises(StatemixError, match="corrupt stream"):
             build_model(ModelSpec(cm.MODEL_ID, bad))
     data = text_sample(5000, seed=9)
@@ -356,7 +356,23 @@ def test_source_input_is_the_mass_of_the_upper_half():
             assert distribution.source_input(arrays.cum, c0, bit, lut) == lut[p >> 4], (trial, bit)
 
 
-@pytest.mark.parametrize("source", [1, 2])
+def test_sources_keep_their_ssm_configuration():
+    """cm's record names a byte-distribution source by its id, not by its ssm configuration: a retuned
+    ssm preset or default must not change what an existing source is (a retuned source needs a new id)."""
+    records = {1: "05ff0020021004022001080a0004140002106f12033b6666663f77be7f3f77cc2b320000a0408fc2f53d9a99993e"
+                  "6f12033b2a00000000000000000000020001001500",
+               2: "04ff0020021004022001080a0004140002106f12033b6666663f77be7f3f77cc2b320000a0408fc2f53d9a99993e"
+                  "6f12033b2a00000000000000000000020101001500",
+               3: "04ff0040021004021001080a0004140001106f12033b6666663f77be7f3f77cc2b320000a040000000009a99993e"
+                  "6f12033b2a00000000000000000000020101001500"}
+    assert sorted(records) == sorted(distribution.PRESETS)
+    for source, record in records.items():
+        assert distribution.source_config(source, 21, 16).to_bytes().hex() == record, source
+    wide = distribution.source_config(distribution.SOURCE_WIDE_SSM, 21, 16)
+    assert (wide.d_model, wide.smoothing, wide.chunk, wide.iters_c, wide.delay) == (64, 0.0, 16, 1, 0)
+
+
+@pytest.mark.parametrize("source", [1, 2, 3])
 def test_cm_with_a_byte_distribution_round_trips(source):
     data = text_sample(12000, seed=4)
     plain = cm.Config(16, 16, 4, 5, 2, kinds=(0, 1, 2, 4))

@@ -2,8 +2,8 @@
 
 The ssm model predicts a whole byte at once: a distribution over the 256 byte values, from its count
 models (byte n-grams and a match model, mixed in logit space with learned weights) and, with
-``SOURCE_SSM``, the online-trained SSM (:mod:`statemix.models.tokenloop`).  cm codes bits, so it
-reads that distribution bit by bit, as cmix and paq8px read their LSTM's:
+``SOURCE_SSM`` or ``SOURCE_WIDE_SSM``, the online-trained SSM (:mod:`statemix.models.tokenloop`).  cm
+codes bits, so it reads that distribution bit by bit, as cmix and paq8px read their LSTM's:
 
 - before a byte's first bit (:func:`source_begin`): the source's coded distribution, integer
   frequencies summing to 2**30 exactly as the ssm model would code the byte with, and their prefix
@@ -23,7 +23,10 @@ division is exact integer arithmetic on positive numbers, the same on every mach
 own float32 arithmetic follows the determinism rules of the ssm model.
 
 Sources, by the byte of cm's record: 0 none, ``SOURCE_COUNTS`` (1) the count models alone (the ssm
-preset "counts"), ``SOURCE_SSM`` (2) the SSM with them (the preset "mix").  Memory: the ssm model's
+preset "counts"), ``SOURCE_SSM`` (2) the SSM with them (the preset "mix" with label smoothing 0.12 and two
+Adam steps per 32 bytes), ``SOURCE_WIDE_SSM`` (3) a wider SSM with them (d_model 64, no label
+smoothing, one Adam step per 16 bytes: on enwik8_1M at level 3 it gains 0.15% over the count models
+alone where source 2 gains 0.05%, in the same time; bench/RESULTS.md).  Memory: the ssm model's
 (2**table_bits n-gram buckets of 12 + 4 * slots bytes: up to model revision 6 2**20 of 32 slots, 140
 MiB; from revision 7 2**21 of 16, 152 MiB (cm.Config.source_table_bits); plus 20 MiB of the count
 models' history and match table, and the SSM's parameters and activations).
@@ -43,9 +46,10 @@ from ..ssm import Model as SsmModel
 from ..tokenloop import learn_token, learn_token_no_ssm, predict_token, predict_token_no_ssm
 from ..tokenmix import SLOTS
 
-SOURCE_NONE, SOURCE_COUNTS, SOURCE_SSM = 0, 1, 2
-PRESETS = {SOURCE_COUNTS: "counts", SOURCE_SSM: "mix"}
-NAMES = {SOURCE_COUNTS: "byte distribution (count models)", SOURCE_SSM: "byte distribution (SSM and count models)"}
+SOURCE_NONE, SOURCE_COUNTS, SOURCE_SSM, SOURCE_WIDE_SSM = 0, 1, 2, 3
+PRESETS = {SOURCE_COUNTS: "counts", SOURCE_SSM: "mix", SOURCE_WIDE_SSM: "mix"}
+NAMES = {SOURCE_COUNTS: "byte distribution (count models)", SOURCE_SSM: "byte distribution (SSM and count models)",
+         SOURCE_WIDE_SSM: "byte distribution (wide SSM and count models)"}
 
 #: The arrays the kernels take: the ssm network's (net, acts, grads), the count models' (counts, lc,
 #: ts), scratch for one byte (ex: the coded softmax, freqs, lanes), the prefix sums ``cum`` and
@@ -56,7 +60,8 @@ Arrays = namedtuple("Arrays", "net acts grads counts lc ts ex freqs lanes cum at
 #: what a source keeps of its ssm preset as it was when the source got its id: cm's record names the
 #: source, not its hyper-parameters, so a later retuning of the presets must not reach old streams
 #: (a retuned source needs a new id)
-PINNED = {SOURCE_SSM: dict(smoothing=0.12, delay=0, chunk=32, iters_c=2)}
+PINNED = {SOURCE_SSM: dict(smoothing=0.12, delay=0, chunk=32, iters_c=2),
+          SOURCE_WIDE_SSM: dict(mixing=2, match=1, smoothing=0.0, delay=0, chunk=16, iters_c=1, d_model=64)}
 
 
 def source_config(source: int, table_bits: int, slots: int = SLOTS) -> ssm_config.Config:
