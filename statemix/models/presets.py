@@ -94,7 +94,7 @@ BYTE_HISTORIES_MIN_FIT = 23
 #: 52-60: its tables would need more than the decoder's default limit; inputs under 16 MiB code as
 #: before).  Level 3's byte-distribution source is the SSM with the count models: from the wider SSM
 #: (source 3: d_model 64, no label smoothing, one Adam step per 16 bytes), -0.10% on enwik8_1M against
-#: source 2 in the same time (bench/RESULTS.md, issue 12).
+#: source 2 in about the same time (93 s against 87 s in process; bench/RESULTS.md, issue 12).
 CM_LEVELS = {
     1: dict(table_bits=22, hist_bits=22, contexts=5, mixers=2, apms=1),
     2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=1,

@@ -26,7 +26,7 @@ Sources, by the byte of cm's record: 0 none, ``SOURCE_COUNTS`` (1) the count mod
 preset "counts"), ``SOURCE_SSM`` (2) the SSM with them (the preset "mix" with label smoothing 0.12 and two
 Adam steps per 32 bytes), ``SOURCE_WIDE_SSM`` (3) a wider SSM with them (d_model 64, no label
 smoothing, one Adam step per 16 bytes: on enwik8_1M at level 3 it gains 0.15% over the count models
-alone where source 2 gains 0.05%, in the same time; bench/RESULTS.md).  Memory: the ssm model's
+alone where source 2 gains 0.05%, in about the same time: 93 s against 87 s; bench/RESULTS.md).  Memory: the ssm model's
 (2**table_bits n-gram buckets of 12 + 4 * slots bytes: up to model revision 6 2**20 of 32 slots, 140
 MiB; from revision 7 2**21 of 16, 152 MiB (cm.Config.source_table_bits); plus 20 MiB of the count
 models' history and match table, and the SSM's parameters and activations).

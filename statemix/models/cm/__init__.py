@@ -71,7 +71,7 @@ bytes per input per weight set and 4 for its uses, the sets of the mixers used,
 + about 1.8 MiB (order-1 counters, the text state's indirect and next-word tables, the record detector's counts) +
 with byte histories, a quarter of each text context's history bytes (a 4-byte entry per 16 bytes; from
 revision 6 at most 4 MiB a context) + with a byte-distribution source, its memory
-(:mod:`..bit.distribution`: 174 MiB at levels 2 and 3).
+(:mod:`..bit.distribution`: 174 MiB at level 2, 175 MiB at level 3).
 """
 
 from __future__ import annotations

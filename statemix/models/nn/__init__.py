@@ -42,7 +42,7 @@ One layer, per token:  h = exp(Delta A) h + Delta B x';  y = C.h + D x';  u += W
 
 Training (per chunk; each iteration restarts from the state at chunk start): loss = mean over the
 chunk of the cross entropy against the target, label-smoothed by ``smoothing`` (0 in the ssm model's
-levels 2 and 3, 0.12 in cm's SSM source); gradients either one step deep (the
+levels 2 and 3, 0.12 in cm's source 2, 0 in its source 3, level 3's); gradients either one step deep (the
 reference: no flow through h or the conv inputs of earlier positions) or through the recurrence and
 the conv within the chunk (``bptt``); global-norm clipping; Adam with bias corrections kept as running
 products.  The first iteration reuses the activations of the coding pass (same weights, same state).
