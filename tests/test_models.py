@@ -47,6 +47,7 @@ def test_memory_limit():
     spec = spec_for_level(3)
     need = memory_needed(spec)
     assert need == cm.Config.from_bytes(spec.parameters).memory_bytes() > 400 << 20
+    assert spec.describe().endswith(", at most 1,387 MiB of memory)")  # the bound, rounded up as below
     with pytest.raises(StatemixError, match=r"^this stream's model needs 1,387 MiB of memory, more than the "
                                             r"limit of 300 MiB \(raise it with --memory\)$"):
         build_model(spec, memory_limit=300 << 20)

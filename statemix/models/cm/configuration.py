@@ -313,7 +313,7 @@ class Config:
                 sizes += f", {len(kinds)} of them {what} contexts of {_size(1 << self.region_bits(kinds[0]))}"
         return (f"{name} ({sizes}{listed}, {self.mixers} "
                 f"mixer{'s' if self.mixers > 1 else ''}, {self.apms} APM{'s' if self.apms > 1 else ''}, "
-                f"{_size(1 << self.hist_bits)} history, at most {_size(self.memory_bytes())} of memory)")
+                f"{_size(1 << self.hist_bits)} history, at most {-(-self.memory_bytes() >> 20):,} MiB of memory)")
 
 
 def _check_kinds(kinds: tuple) -> None:
