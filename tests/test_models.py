@@ -212,12 +212,13 @@ def test_cm_component_list_record():
     assert listed.components() == ["order 0", "order 1", "order 2", "word", "order 1 history", "match", "APMs"]
     assert ModelSpec(cm.MODEL_ID, record).describe().startswith(
         "cm custom (3 contexts of 1 MiB: order 2, word, order 1 history, match, 2 mixers,")
+    unknown_source = max(distribution.PRESETS) + 1
     for bad in (bytes([0, 1, 20, 22, 2, 1, 2, 4, 4]), bytes([0, 1, 20, 22, 2, 1, 2, 4, 99]),
                 bytes([0, 1, 20, 22, 2, 1, 3, 4, 0]), bytes([0, 1, 27, 22, 2, 1, 1, 4]),
                 bytes([0, 2, 20, 22, 2, 1, 0, 0, 0, 0, 0]), bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0, 0x41]),
                 bytes([0, 2, 20, 22, mixer.N_MIXERS + 1, 1, 1, 0, 0, 0, 0]), bytes([0, 2, 20, 22, 2, 5, 1, 0, 0, 0, 0]),
-                bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0]), bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0, max(distribution.PRESETS) + 1]),
-                bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0, 0x80 | (max(distribution.PRESETS) + 1)])):
+                bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0]), bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0, unknown_source]),
+                bytes([0, 2, 20, 22, 2, 1, 1, 0, 0, 0, 0x80 | unknown_source])):
         with pytest.raises(StatemixError, match="corrupt stream"):
             build_model(ModelSpec(cm.MODEL_ID, bad))
     data = text_sample(5000, seed=9)

@@ -67,7 +67,7 @@ import importlib
 
 from .._errors import StatemixError
 from .presets import DEFAULT_LEVEL, LEVELS, MODELS
-from .protocol import MODEL_MODULES, Model, ModelSpec, StageStep, TraceBlock
+from .protocol import MODEL_MODULES, Model, ModelSpec, StageStep, TraceBlock, memory_bound_mib
 
 __all__ = ["DEFAULT_LEVEL", "LEVELS", "MODELS", "MODEL_MODULES", "Model", "ModelSpec", "StageStep", "TraceBlock",
            "build_model", "memory_needed", "spec_for_level"]
@@ -123,6 +123,6 @@ def build_model(spec: ModelSpec, *, memory_limit: int | None = None):
         need = config.memory_bytes()
         if need > memory_limit:
             raise StatemixError(
-                f"this stream's model needs {-(-need // _MIB):,} MiB of memory, more than the limit of "
+                f"this stream's model needs {memory_bound_mib(need)} of memory, more than the limit of "
                 f"{memory_limit // _MIB:,} MiB (raise it with --memory)")
     return module.Model(config)

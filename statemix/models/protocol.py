@@ -33,6 +33,11 @@ from .._errors import StatemixError
 MODEL_MODULES = {1: "cm", 2: "ssm"}
 
 
+def memory_bound_mib(nbytes: int) -> str:
+    """A memory bound of ``nbytes`` bytes in words, in MiB rounded up: "1,387 MiB"."""
+    return f"{-(-nbytes >> 20):,} MiB"
+
+
 @dataclass(frozen=True)
 class ModelSpec:
     """What a stream header records about its model: which model, with which parameters."""

@@ -23,6 +23,7 @@ import numpy as np
 
 from ..tokenizer import default_merges
 from . import presets, tokenmix
+from .protocol import memory_bound_mib
 from .nn.layout import layout
 
 _FMT = "<BHBBBBBBBBHBHBBffffffffI"
@@ -163,8 +164,7 @@ class Config:
         if self.mixing != tokenmix.MIX_PRIOR:
             mixing += f" in 2**{self.table_bits} buckets"
         parts.append(mixing + (" and a match model" if self.match else ""))
-        mib = -(-self.memory_bytes() // (1 << 20))
-        parts.append(f"at most {mib} MiB of memory")
+        parts.append(f"at most {memory_bound_mib(self.memory_bytes())} of memory")
         return f"ssm {name or 'custom'} ({', '.join(parts)})"
 
     def max_vocab(self) -> int:

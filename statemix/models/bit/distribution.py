@@ -23,13 +23,13 @@ division is exact integer arithmetic on positive numbers, the same on every mach
 own float32 arithmetic follows the determinism rules of the ssm model.
 
 Sources, by the byte of cm's record: 0 none, ``SOURCE_COUNTS`` (1) the count models alone (the ssm
-preset "counts"), ``SOURCE_SSM`` (2) the SSM with them (the preset "mix" with label smoothing 0.12 and two
-Adam steps per 32 bytes), ``SOURCE_WIDE_SSM`` (3) a wider SSM with them (d_model 64, no label
+preset "counts"), ``SOURCE_SSM`` (2) the SSM with them (the preset "mix" with label smoothing 0.12
+and two Adam steps per 32 bytes), ``SOURCE_WIDE_SSM`` (3) a wider SSM with them (d_model 64, no label
 smoothing, one Adam step per 16 bytes: on enwik8_1M at level 3 it gains 0.15% over the count models
-alone where source 2 gains 0.05%, in about the same time: 93 s against 87 s; bench/RESULTS.md).  Memory: the ssm model's
-(2**table_bits n-gram buckets of 12 + 4 * slots bytes: up to model revision 6 2**20 of 32 slots, 140
-MiB; from revision 7 2**21 of 16, 152 MiB (cm.Config.source_table_bits); plus 20 MiB of the count
-models' history and match table, and the SSM's parameters and activations).
+alone where source 2 gains 0.05%, in about the same time: 93 s against 87 s; bench/RESULTS.md).
+Memory: the ssm model's (2**table_bits n-gram buckets of 12 + 4 * slots bytes: up to model revision
+6 2**20 of 32 slots, 140 MiB; from revision 7 2**21 of 16, 152 MiB (cm.Config.source_table_bits);
+plus 20 MiB of the count models' history and match table, and the SSM's parameters and activations).
 """
 
 from __future__ import annotations
@@ -57,11 +57,12 @@ NAMES = {SOURCE_COUNTS: "byte distribution (count models)", SOURCE_SSM: "byte di
 Arrays = namedtuple("Arrays", "net acts grads counts lc ts ex freqs lanes cum at")
 
 
-#: what a source keeps of its ssm preset as it was when the source got its id: cm's record names the
-#: source, not its hyper-parameters, so a later retuning of the presets must not reach old streams
-#: (a retuned source needs a new id)
+#: what a source keeps of its ssm preset as it was when the source got its id, and where it differs
+#: from it: cm's record names the source, not its hyper-parameters, so a later retuning of the presets
+#: must not reach old streams (a retuned source needs a new id; tests/test_models.py pins each
+#: source's whole ssm record)
 PINNED = {SOURCE_SSM: dict(smoothing=0.12, delay=0, chunk=32, iters_c=2),
-          SOURCE_WIDE_SSM: dict(mixing=2, match=1, smoothing=0.0, delay=0, chunk=16, iters_c=1, d_model=64)}
+          SOURCE_WIDE_SSM: dict(delay=0, d_model=64)}
 
 
 def source_config(source: int, table_bits: int, slots: int = SLOTS) -> ssm_config.Config:

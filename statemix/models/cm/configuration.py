@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 
 from .. import presets
 from ..bit import byte_history, contexts, distribution, image, instructions, match, mixer, sse
+from ..protocol import memory_bound_mib
 from ..tokenmix import SLOTS
 from .loop import AUX_SIZE, N_HASHED, STATE_MAP_BASE
 
@@ -313,7 +314,7 @@ class Config:
                 sizes += f", {len(kinds)} of them {what} contexts of {_size(1 << self.region_bits(kinds[0]))}"
         return (f"{name} ({sizes}{listed}, {self.mixers} "
                 f"mixer{'s' if self.mixers > 1 else ''}, {self.apms} APM{'s' if self.apms > 1 else ''}, "
-                f"{_size(1 << self.hist_bits)} history, at most {-(-self.memory_bytes() >> 20):,} MiB of memory)")
+                f"{_size(1 << self.hist_bits)} history, at most {memory_bound_mib(self.memory_bytes())} of memory)")
 
 
 def _check_kinds(kinds: tuple) -> None:
