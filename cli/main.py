@@ -7,14 +7,16 @@ commands, so ``statemix --help`` and ``statemix --version`` start instantly.
 Output files appear only when complete (see ``statemix/_output.py``: a nameless file linked into place on
 success; devices and FIFOs are written through), so an error or an interruption (SIGINT, SIGTERM)
 never leaves partial output behind, an existing file is never replaced without --force, and the input
-is never touched (it is deleted only with --rm, after success).  The library reports progress between
-model steps of at most about 0.1 s; that is where the progress bar moves and where a signal takes
-effect.  File names in messages are shown with control characters escaped, so every message is one
-line.
+is never touched (it is deleted only with --rm, after success, and only a regular file whose output is
+a regular file: :func:`_open_input`, :func:`_check_output`).  The library reports progress between
+model steps of at most about 0.1 s; that is where the progress bar moves and where a signal that
+arrived during a library call takes effect (outside library calls it takes effect at once).  File
+names in messages are shown with control characters escaped, so every message is one line.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import signal
@@ -42,17 +44,19 @@ class Problem(Exception):
         self.status = status
 
 
-# Signals are only recorded while the library computes (raising inside numba's compiler callbacks can
-# be lost), and acted on at the next checkpoint between chunks; while the command waits for input,
-# they interrupt the wait at once.
+# A signal interrupts the command at once wherever it waits (opening a FIFO, reading its input,
+# writing into a full pipe), except while the library computes: raising inside numba's compiler
+# callbacks can be lost, so there it is only recorded, and acted on at the library's next progress
+# report (at most about 0.1 s later) or when the library returns.
 _signal_seen: int | None = None
-_waiting_for_input = False
+_in_library = False
+_to_stdout = False  # output goes to standard output: an interruption leaves what was written there
 
 
 def _on_signal(signum, frame):
     global _signal_seen
     _signal_seen = signum
-    if _waiting_for_input:
+    if not _in_library:
         raise Interrupted
 
 
@@ -61,14 +65,17 @@ def _checkpoint() -> None:
         raise Interrupted
 
 
-def _read(src, size: int) -> bytes:
-    global _waiting_for_input
+@contextlib.contextmanager
+def _library():
+    """Run a library call: a signal meanwhile is recorded, and acted on at its end (see above)."""
+    global _in_library
     _checkpoint()
-    _waiting_for_input = True
+    _in_library = True
     try:
-        return src.read(size)
+        yield
     finally:
-        _waiting_for_input = False
+        _in_library = False
+    _checkpoint()
 
 
 class _Output:
@@ -106,20 +113,46 @@ def _version() -> str:
         return "unknown"
 
 
-def _open_input(path: str):
-    """Return (binary file, stat of a regular file or None); raise Problem with a clear reason."""
+def _standard(stream, name: str):
+    """The binary buffer of sys.stdin or sys.stdout; a Problem if the process was started without it."""
+    if stream is None:
+        raise Problem(f"{name}: not open")
+    return stream.buffer
+
+
+def _open_input(path: str, named_output: bool = True, remove: bool = False, force: bool = False):
+    """Return (binary file, stat of a regular file or None); raise Problem with a clear reason.
+
+    A device or socket is read only into a named output (-c, -o): not into DEVICE.smx beside it.
+    With ``remove`` (--rm) only a regular file is taken, and (as xz does) without ``force`` not a
+    symbolic link, a file of several hard links, or one with the setuid, setgid or sticky bit:
+    removing its name would not do what removing a file's only name does.
+    """
     if path == "-":
-        return sys.stdin.buffer, None
+        return _standard(sys.stdin, "(stdin)"), None
     try:
         info = os.stat(path)
+        link = os.lstat(path)
     except FileNotFoundError:
         raise Problem(f"{path}: no such file or directory") from None
     except OSError as exc:
         raise Problem(f"{path}: {exc.strerror}") from None
     if stat.S_ISDIR(info.st_mode):
         raise Problem(f"{path}: is a directory, skipping")
+    regular = stat.S_ISREG(info.st_mode)
+    if not (regular or stat.S_ISFIFO(info.st_mode) or named_output):
+        raise Problem(f"{path}: not a regular file, skipping (use -c or -o)")
+    if remove:
+        if not regular:
+            raise Problem(f"{path}: not a regular file, skipping (--rm removes regular files only)")
+        reason = ("is a symbolic link" if stat.S_ISLNK(link.st_mode) else
+                  f"has {info.st_nlink} hard links" if info.st_nlink > 1 else
+                  "has the setuid, setgid or sticky bit" if info.st_mode & (stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX)
+                  else None)
+        if reason and not force:
+            raise Problem(f"{path}: {reason}, skipping (use -f to remove it after all)")
     try:
-        return open(path, "rb"), (info if stat.S_ISREG(info.st_mode) else None)
+        return open(path, "rb"), (info if regular else None)
     except OSError as exc:
         raise Problem(f"{path}: {exc.strerror}") from None
 
@@ -152,16 +185,19 @@ def _compress_stream(src, dst, info, opts: dict, bar) -> tuple[int, int]:
     import statemix
 
     size = info.st_size if info is not None else None
-    compressor = statemix.Compressor(level=opts["level"], model=opts["model"], size_hint=size,
-                                     threads=opts["threads"], segment_size=opts["segment_size"],
-                                     progress=_reporter(bar))
+    with _library():
+        compressor = statemix.Compressor(level=opts["level"], model=opts["model"], size_hint=size,
+                                         threads=opts["threads"], segment_size=opts["segment_size"],
+                                         progress=_reporter(bar))
     read = written = 0
-    while chunk := _read(src, CHUNK):
-        out = compressor.compress(chunk)
+    while chunk := src.read(CHUNK):
+        with _library():
+            out = compressor.compress(chunk)
         dst.write(out)
         read += len(chunk)
         written += len(out)
-    out = compressor.flush()
+    with _library():
+        out = compressor.flush()
     dst.write(out)
     return read, written + len(out)
 
@@ -189,23 +225,29 @@ def _decompress_stream(src, dst, info, opts: dict, bar) -> tuple[int, int]:
         from statemix.segments import decompress_segments
 
         written = 0
-        for out in decompress_segments(src, threads=opts["threads"], memory_limit=opts["memory"],
-                                       progress=_reporter(bar)):
-            _checkpoint()
+        segments = decompress_segments(src, threads=opts["threads"], memory_limit=opts["memory"],
+                                       progress=_reporter(bar))
+        while True:
+            with _library():
+                out = next(segments, None)
+            if out is None:
+                return src.seek(0, 2), written
             if dst is not None:
                 dst.write(out)
             written += len(out)
-        return src.seek(0, 2), written
-    decompressor = statemix.StreamsDecompressor(threads=opts["threads"], memory_limit=opts["memory"],
-                                                 progress=_reporter(bar))
+    with _library():
+        decompressor = statemix.StreamsDecompressor(threads=opts["threads"], memory_limit=opts["memory"],
+                                                     progress=_reporter(bar))
     read = written = 0
-    while chunk := _read(src, CHUNK):
+    while chunk := src.read(CHUNK):
         read += len(chunk)
-        out = decompressor.decompress(chunk)
+        with _library():
+            out = decompressor.decompress(chunk)
         if dst is not None:
             dst.write(out)
         written += len(out)
-    decompressor.check_end()
+    with _library():
+        decompressor.check_end()
     return read, written
 
 
@@ -221,12 +263,33 @@ def _target_name(path: str, decompress: bool, suffix: str, output: str | None) -
     return path[: -len(suffix)]
 
 
+def _check_output(src, name: str, target: str, remove: bool) -> None:
+    """Refuse an output that is the input itself (even with -f: writing it would destroy the data
+    it is made from), and with --rm one that is not a regular file (a device, a FIFO: the data would
+    not be kept anywhere the input's removal could rely on)."""
+    try:
+        there = os.stat(target)
+    except OSError:
+        return
+    if os.path.samestat(there, os.fstat(src.fileno())):
+        raise Problem(f"{target}: is the input file itself, skipping")
+    if remove and not stat.S_ISREG(there.st_mode):
+        raise Problem(f"{target}: not a regular file, skipping {name} (--rm removes an input only once its "
+                      "output is a file)")
+
+
 def _process(path: str, opts: dict) -> None:
+    global _to_stdout
     mode = opts["mode"]
     started = time.perf_counter()
-    src, info = _open_input(path)
+    to_stdout = mode != "test" and (opts["stdout"] or (path == "-" and opts["output"] is None))
+    remove = opts["remove"] and path != "-" and mode != "test" and not opts["stdout"]
+    src, info = _open_input(path, named_output=to_stdout or opts["output"] is not None or mode == "test",
+                            remove=remove, force=opts["force"])
     name = "(stdin)" if path == "-" else path
     try:
+        if path == "-" and mode != "compress" and src.isatty():
+            raise Problem("compressed data not read from a terminal")
         if mode == "compress":
             total = info.st_size if info is not None else None
         else:
@@ -238,21 +301,23 @@ def _process(path: str, opts: dict) -> None:
                 consumed, produced = work(src, None, info, opts, bar)
                 result = f"{name}: OK ({produced} bytes)"
             else:
-                to_stdout = opts["stdout"] or (path == "-" and opts["output"] is None)
                 if to_stdout:
-                    if mode == "compress" and sys.stdout.isatty() and not opts["force"]:
+                    stdout = _standard(sys.stdout, "(stdout)")
+                    if mode == "compress" and stdout.isatty() and not opts["force"]:
                         raise Problem("compressed data not written to a terminal (use -f to force)")
-                    consumed, produced = work(src, _Output(sys.stdout.buffer, "(stdout)"), info, opts, bar)
+                    _to_stdout = True
+                    consumed, produced = work(src, _Output(stdout, "(stdout)"), info, opts, bar)
                     try:
-                        sys.stdout.buffer.flush()
+                        stdout.flush()
                     except OSError as exc:
                         raise Problem(f"(stdout): cannot write: {exc.strerror or exc}") from None
                 else:
                     from statemix._output import OutputError, output_file
 
                     target = _target_name(path, mode == "decompress", opts["suffix"], opts["output"])
+                    _check_output(src, name, target, remove)
                     try:
-                        with output_file(target, opts["force"], info) as out:
+                        with output_file(target, opts["force"], info, sync=remove) as out:
                             consumed, produced = work(src, _Output(out, target), info, opts, bar)
                     except OutputError as exc:
                         raise Problem(str(exc)) from None
@@ -260,11 +325,11 @@ def _process(path: str, opts: dict) -> None:
                 if mode == "compress" and consumed:
                     result += f" ({8 * produced / consumed:.3f} bits per byte)"
     finally:
-        if src is not sys.stdin.buffer:
+        if path != "-":
             src.close()
     if opts["verbose"]:
         _say(f"{result}, {time.perf_counter() - started:.2f} s")
-    if opts["remove"] and path != "-" and mode != "test" and not opts["stdout"]:
+    if remove:
         os.unlink(path)
 
 
@@ -284,6 +349,10 @@ def _list(paths: list[str], verbose: bool) -> int:
             _say(f"{path}: {exc}")
             status = EXIT_ERROR
             continue
+        except OSError as exc:
+            _say(f"{path}: {exc.strerror or exc}")
+            status = EXIT_ERROR
+            continue
         except Problem as exc:
             _say(str(exc))
             status = max(status, exc.status)
@@ -298,8 +367,8 @@ def _list(paths: list[str], verbose: bool) -> int:
                 kinds = ", ".join(f"{b.kind} {b.raw_length}->{b.payload_length}" for b in s.blocks)
                 click.echo(f"    stream {number}: format {s.version}, {s.model.describe()}, crc32 {s.crc32:08x}; "
                            f"blocks: {kinds or 'none'}")
-            if streams[0].indexed:
-                click.echo(f"    seek index: {len(streams)} segments")
+            if indexed := sum(s.indexed for s in streams):
+                click.echo(f"    seek index: {indexed} segments")
     return status
 
 
@@ -375,7 +444,7 @@ def main(files, mode, to_stdout, output, keep, remove, force, quiet, verbose, th
     opts = dict(mode=mode, stdout=to_stdout, output=output, remove=remove, force=force,
                 verbose=verbose and not quiet, threads=threads or os.cpu_count() or 1, suffix=suffix,
                 level=level or level_flag, model=model, memory=memory, segment_size=segment_size,
-                progress=sys.stderr.isatty() and verbose and not quiet)
+                progress=sys.stderr is not None and sys.stderr.isatty() and verbose and not quiet)
     status = EXIT_OK
     for path in paths:
         try:
@@ -410,7 +479,8 @@ def run(argv: list[str] | None = None) -> None:
         _say(exc.format_message())
         status = EXIT_ERROR
     except (KeyboardInterrupt, Interrupted, click.exceptions.Abort):
-        _say("interrupted; no output file was left behind")
+        _say("interrupted; what was written to standard output stays there" if _to_stdout else
+             "interrupted; no output file was left behind")
         status = EXIT_ERROR
     except BrokenPipeError:
         sys.stderr.close()

@@ -14,8 +14,15 @@
   leave one behind; any later run that writes into the same folder removes such files of this host
   whose process is gone.
 
-The output's permissions: those of the input when it is a regular file (and its times), else
-0666 minus the umask, as for any new file.
+- An output named through a symbolic link to a regular file replaces that file (the link stays),
+  as writing through the link would.
+
+The output's permissions: those of the input when it is a regular file (its read, write and execute
+bits, never setuid, setgid or sticky; and its times), else 0666 minus the umask, as for any new
+file.  Its owner and group: the input's where this process may give them (as root, or a group of
+the user's); where the group cannot be given, the group's bits are cleared, as xz does, so that a
+file meant for one group is not opened to another.  With ``sync`` (before the input is removed)
+the output is flushed to the disk, and its directory after it is linked.
 """
 
 from __future__ import annotations
@@ -101,12 +108,40 @@ def _anonymous_file(directory: str) -> int | None:
     return fd
 
 
+def _give_attributes(fd: int, like: os.stat_result | None) -> None:
+    """The output's permissions, owner and times from the input's stat ``like`` (see the module's notes)."""
+    if like is None:
+        os.fchmod(fd, 0o666 & ~_umask())
+        return
+    mode = stat.S_IMODE(like.st_mode) & 0o777
+    try:
+        os.fchown(fd, like.st_uid, like.st_gid)
+    except OSError:
+        try:
+            os.fchown(fd, -1, like.st_gid)
+        except OSError:
+            mode &= ~0o070
+    os.fchmod(fd, mode)
+    os.utime(fd, ns=(like.st_atime_ns, like.st_mtime_ns))
+
+
+def _sync_directory(directory: str) -> None:
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
 @contextmanager
-def output_file(path: str, force: bool, like: os.stat_result | None):
+def output_file(path: str, force: bool, like: os.stat_result | None, sync: bool = False):
     """Yield a binary file that becomes ``path`` only if the block finishes without an exception.
 
-    ``like``: the input's stat when it is a regular file (its mode and times are copied).
+    ``like``: the input's stat when it is a regular file (its mode, owner and times are given to
+    the output); ``sync``: flush the output to the disk (the caller removes the input next).
     """
+    if os.path.islink(path) and os.path.isfile(path):
+        path = os.path.realpath(path)
     try:
         target = os.stat(path)
     except FileNotFoundError:
@@ -120,7 +155,6 @@ def output_file(path: str, force: bool, like: os.stat_result | None):
         raise OutputError(f"{path}: output file exists (use -f to overwrite)")
     directory = os.path.dirname(path) or "."
     remove_stale_temporaries(directory)
-    mode = stat.S_IMODE(like.st_mode) if like is not None else 0o666 & ~_umask()
     try:
         fd = _anonymous_file(directory)
         temporary = None
@@ -134,13 +168,15 @@ def output_file(path: str, force: bool, like: os.stat_result | None):
         yield out
         try:
             out.flush()
-            os.fchmod(fd, mode)
-            if like is not None:
-                os.utime(fd, ns=(like.st_atime_ns, like.st_mtime_ns))
+            _give_attributes(fd, like)
+            if sync:
+                os.fsync(fd)
             if temporary is None:
                 _link_into_place(f"/proc/self/fd/{fd}", path, force, linked_name=_temporary_name(path))
             else:
                 _link_into_place(temporary, path, force, linked_name=None)
+            if sync:
+                _sync_directory(directory)
         except OSError as exc:
             raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
     finally:

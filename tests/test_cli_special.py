@@ -11,6 +11,7 @@ import fcntl
 import os
 import re
 import shutil
+import signal
 import socket
 import stat
 import struct
@@ -18,6 +19,7 @@ import subprocess
 import sys
 import termios
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -25,7 +27,7 @@ import pytest
 import statemix
 
 from conftest import SHARED_DATA, text_sample
-from test_cli import CLI, TEXT, assert_ok, check_error, run
+from test_cli import CLI, TEXT, assert_ok, assert_one_error, check_error, run, snapshot
 
 needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (mknod)")
 
@@ -183,3 +185,123 @@ def test_progress_bar_moves_in_a_terminal(tmp_path, level):
     updates = re.findall(rb"one\.txt:\s+\d+%", bytes(screen))
     percentages = {u.split(b":")[1].strip() for u in updates}
     assert len(percentages) >= 3, bytes(screen)
+
+
+# ---------------------------------------------------------------------------------------------------
+# What --rm may remove, outputs that are the input, the output's owner and mode, closed standard
+# streams, signals while a FIFO is opened
+
+
+@pytest.mark.parametrize("args", [["-f", "--rm", "-o", "a.txt", "a.txt"], ["-f", "-o", "a.txt", "a.txt"],
+                                  ["-d", "-f", "--rm", "-o", "b.smx", "b.smx"], ["-f", "-o", "link", "a.txt"]])
+def test_an_output_that_is_the_input_is_refused_even_with_force(tmp_path, text_file, args):
+    (tmp_path / "b.smx").write_bytes(statemix.compress(TEXT, level=1))
+    os.symlink("a.txt", tmp_path / "link")
+    check_error(tmp_path, args, "is the input file itself")
+
+
+@pytest.mark.parametrize("decompress", [False, True])
+def test_rm_keeps_the_input_when_the_output_is_a_device(tmp_path, text_file, decompress):
+    if decompress:
+        (tmp_path / "b.smx").write_bytes(statemix.compress(TEXT, level=1))
+    args = ["-d", "--rm", "-o", "/dev/null", "b.smx"] if decompress else ["--rm", "-o", "/dev/null", "a.txt"]
+    check_error(tmp_path, args, "/dev/null", "not a regular file")
+
+
+@pytest.mark.parametrize("kind", ["hard link", "symbolic link", "setuid"])
+def test_rm_skips_links_and_setuid_files_without_force(tmp_path, text_file, kind):
+    if kind == "hard link":
+        os.link(text_file, tmp_path / "name")
+    elif kind == "symbolic link":
+        os.symlink("a.txt", tmp_path / "name")
+    else:
+        shutil.copy(text_file, tmp_path / "name")
+        (tmp_path / "name").chmod(0o4755)
+    check_error(tmp_path, ["--rm", "name"], "name", "-f")
+    assert_ok(run(["-1", "-f", "--rm", "name"], tmp_path))  # as xz: -f removes it after all
+    assert not os.path.lexists(tmp_path / "name")
+    assert text_file.read_bytes() == TEXT
+    assert statemix.decompress((tmp_path / "name.smx").read_bytes()) == TEXT
+
+
+@needs_root
+def test_a_device_input_needs_a_named_output_and_is_never_removed(tmp_path):
+    device = tmp_path / "zero"
+    os.mknod(device, stat.S_IFCHR | 0o666, os.makedev(1, 5))  # a copy of /dev/zero: endless zeros
+    check_error(tmp_path, ["zero"], "zero", "not a regular file")
+    check_error(tmp_path, ["--rm", "zero"], "zero", "not a regular file")
+    check_error(tmp_path, ["-f", "--rm", "-o", "out.smx", "zero"], "zero", "not a regular file")
+    assert stat.S_ISCHR(device.lstat().st_mode)
+
+
+def test_the_output_never_gets_setuid_setgid_or_sticky_bits(tmp_path, text_file):
+    text_file.chmod(0o7755)
+    assert_ok(run(["-1", "a.txt"], tmp_path))
+    assert stat.S_IMODE((tmp_path / "a.txt.smx").stat().st_mode) == 0o755
+    text_file.unlink()
+    (tmp_path / "a.txt.smx").chmod(0o6750)
+    assert_ok(run(["-d", "a.txt.smx"], tmp_path))
+    assert stat.S_IMODE(text_file.stat().st_mode) == 0o750
+
+
+@needs_root
+def test_the_output_gets_the_inputs_owner(tmp_path, text_file):
+    os.chown(text_file, 65534, 65534)
+    text_file.chmod(0o4777)
+    assert_ok(run(["-1", "a.txt"], tmp_path))
+    info = (tmp_path / "a.txt.smx").stat()
+    assert (info.st_uid, info.st_gid, stat.S_IMODE(info.st_mode)) == (65534, 65534, 0o777)
+
+
+def test_an_output_named_through_a_symbolic_link_replaces_the_file_it_names(tmp_path, text_file):
+    (tmp_path / "real.smx").write_bytes(b"old")
+    os.symlink("real.smx", tmp_path / "link.smx")
+    check_error(tmp_path, ["-o", "link.smx", "a.txt"], "exists")
+    assert_ok(run(["-1", "-f", "-o", "link.smx", "a.txt"], tmp_path))
+    assert os.readlink(tmp_path / "link.smx") == "real.smx"
+    assert statemix.decompress((tmp_path / "real.smx").read_bytes()) == TEXT
+
+
+@pytest.mark.parametrize("closed", [0, 1], ids=["stdin", "stdout"])
+def test_a_closed_standard_stream_is_one_line(tmp_path, text_file, closed):
+    args = ["-c", "a.txt"] if closed == 1 else ["-"]
+    result = subprocess.run([*CLI, *args], cwd=tmp_path, stderr=subprocess.PIPE, timeout=120,
+                            preexec_fn=lambda: os.close(closed))
+    assert_one_error(result, "(stdin)" if closed == 0 else "(stdout)", "not open")
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/mem"), reason="needs /proc/self/mem (reading it fails)")
+def test_list_of_a_file_that_cannot_be_read_is_one_line(tmp_path):
+    result = run(["-l", "/proc/self/mem"], tmp_path)
+    assert "Traceback" not in result.stderr.decode() and result.returncode == 1
+    assert result.stderr.decode().count("\n") == 1
+
+
+def test_decompression_refuses_to_read_a_terminal(tmp_path):
+    pty = pytest.importorskip("pty")
+    leader, follower = pty.openpty()
+    try:
+        for args in (["-d"], ["-t"], ["-d", "-o", "out"]):
+            before = snapshot(tmp_path)
+            result = subprocess.run([*CLI, *args], cwd=tmp_path, stdin=follower, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, timeout=120)
+            assert_one_error(result, "terminal")
+            assert snapshot(tmp_path) == before
+    finally:
+        os.close(leader)
+        os.close(follower)
+
+
+@pytest.mark.parametrize("args", [["-1", "fifo"], ["-1", "-o", "fifo", "a.txt"]], ids=["input", "output"])
+def test_a_signal_interrupts_opening_a_fifo_nobody_opens(tmp_path, text_file, args):
+    os.mkfifo(tmp_path / "fifo")
+    proc = subprocess.Popen([*CLI, *args], cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE)
+    try:
+        time.sleep(3)  # the command imports click and waits in open()
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        proc.kill()  # a command that ignored the signal waits for ever
+    assert proc.returncode == 1 and b"interrupted" in err and b"Traceback" not in err, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "fifo"]
