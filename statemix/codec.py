@@ -361,8 +361,7 @@ class StreamsDecompressor(Unpicklable):
         self._stream = None
         self._done = 0  # uncompressed bytes of the finished streams
         self._consumed = 0  # compressed bytes of the current stream so far
-        self._segments: list[container.Segment] = list(preceding)
-        self.indexed = False
+        self._segments: list[container.Segment] = list(preceding)  # since the last seek index
         self.streams = 0
 
     def decompress(self, data, max_length: int = -1) -> bytes:
@@ -388,8 +387,6 @@ class StreamsDecompressor(Unpicklable):
     def _start(self) -> bool:
         """Begin the next stream, or take a seek index; False when more input is needed."""
         while self._input:
-            if self.indexed:
-                raise StatemixError("corrupt stream: data after the seek index")
             if bytes(self._input[:4]) != container.INDEX_MAGIC[: len(self._input[:4])]:
                 done = self._done
                 progress = None if self._progress is None else (lambda n: self._progress(done + n))
@@ -401,10 +398,10 @@ class StreamsDecompressor(Unpicklable):
                 segments, used = container.read_index(self._input, 0)
             except NeedMore:
                 return False
-            if segments != self._segments:
+            if not container.index_lists(segments, self._segments):
                 raise StatemixError("corrupt stream: the seek index does not match the streams")
             del self._input[:used]
-            self.indexed = True
+            self._segments = []
         return False
 
     def _end_of_stream(self) -> None:

@@ -51,7 +51,8 @@ keeps one copy of the model, not a second one to roll back to.  In version 1 the
 every stored and zstandard block (the decoder replays them through it).
 
 Seek index (written after the last stream of a segmented file, see statemix.segments; readers skip
-it between streams, and check it against the streams they decoded)::
+it between streams, and check it against the streams they decoded: it lists the last streams before
+it, :func:`index_lists`, so files concatenated before or after a segmented file still decode)::
 
     magic               4 bytes   89 53 4D 49  ("\x89SMI")
     payload length      varint
@@ -240,6 +241,14 @@ class Segment:
     compressed: int  # bytes of the whole stream
     uncompressed: int  # bytes of data
     crc: int  # CRC32 of the data
+
+
+def index_lists(index: list[Segment], streams: list[Segment]) -> bool:
+    """Whether a seek index lists the streams before it: the last ``len(index)`` of ``streams``
+    (the streams since the previous index, or since the start).  Streams before those are another
+    file's, concatenated in front of the segmented file; streams after the index, a file's appended
+    after it."""
+    return 0 < len(index) <= len(streams) and streams[len(streams) - len(index):] == index
 
 
 def write_index(segments: list[Segment]) -> bytes:

@@ -42,6 +42,7 @@ class _DecompressReader(io.RawIOBase):
         self._position = 0  # uncompressed bytes returned so far
         self._size = -1  # total uncompressed bytes, once the end was reached
         self._segments = None  # the seek index, read when first needed
+        self._checked = 0  # entries of the index whose streams' trailers were checked
 
     def readable(self) -> bool:
         return True
@@ -85,17 +86,27 @@ class _DecompressReader(io.RawIOBase):
         """Start decoding again at the start of the file, or of ``segment`` of its seek index."""
         segments = self._index()[:segment]
         start = sum(s.compressed for s in segments)
-        if segment:  # the stream found there must end with the trailer the index expects
-            entry = self._index()[segment]
-            trailer = container.write_trailer(entry.uncompressed, entry.crc)
-            self._fp.seek(start + entry.compressed - len(trailer))
-            if self._fp.read(len(trailer)) != trailer:
-                raise StatemixError("corrupt stream: the seek index does not match the streams")
+        if segment:
+            self._check_index_through(segment)
         self._fp.seek(start)
         self._decompressor = StreamsDecompressor(preceding=segments, **self._options)
         self._more_ready = False
         self._at_end = False
         self._position = sum(s.uncompressed for s in segments)
+
+    def _check_index_through(self, segment: int) -> None:
+        """Check that the streams of the index's entries up to ``segment`` end with the trailers it
+        expects (their lengths and CRCs; each entry once): the entries before a segment are taken as
+        read when decoding starts there, so an entry that lied would shift every byte after it."""
+        entries = self._index()
+        at = sum(s.compressed for s in entries[: self._checked])
+        for entry in entries[self._checked : segment + 1]:
+            trailer = container.write_trailer(entry.uncompressed, entry.crc)
+            self._fp.seek(at + entry.compressed - len(trailer))
+            if self._fp.read(len(trailer)) != trailer:
+                raise StatemixError("corrupt stream: the seek index does not match the streams")
+            at += entry.compressed
+        self._checked = max(self._checked, segment + 1)
 
     def _index(self) -> list:
         """The segments of the file's seek index ([] when it has none, or a damaged one)."""

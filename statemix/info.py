@@ -30,6 +30,7 @@ class StreamInfo:
     uncompressed_size: int = 0
     crc32: int = 0
     indexed: bool = False  # listed by the seek index of a segmented file (statemix.segments)
+    offset: int = 0  # where the stream starts in the file (bytes)
 
 
 class _Input:
@@ -71,16 +72,18 @@ def read_info(fp) -> list[StreamInfo]:
     """Return the streams of the binary file object ``fp``, checking structure but not contents."""
     source = _Input(fp)
     streams = []
+    group = []  # the streams since the last seek index
     if source.at_end():
         raise StatemixError("empty input: not a statemix stream")
     while not source.at_end():
         if bytes(source.window[:4]) == container.INDEX_MAGIC[: len(source.window[:4])]:
-            _check_index(source, streams)
-            break
+            _check_index(source, group)
+            group = []
+            continue
         start = source.consumed
         spec, version, used = source.parse(lambda buf: container.read_versioned_header(buf, 0))
         source.skip(used)
-        stream = StreamInfo(spec, version)
+        stream = StreamInfo(spec, version, offset=start)
         while True:
             header = source.parse(lambda buf: container.read_block_header(buf, 0))
             if header is None:
@@ -95,19 +98,19 @@ def read_info(fp) -> list[StreamInfo]:
         stream.uncompressed_size, stream.crc32 = length, crc
         stream.compressed_size = source.consumed - start
         streams.append(stream)
+        group.append(stream)
     if not streams:
         raise StatemixError("empty input: not a statemix stream")
     return streams
 
 
 def _check_index(source: _Input, streams: list[StreamInfo]) -> None:
-    """Parse the seek index at the reader's position; it must list ``streams`` and end the file."""
+    """Parse the seek index at the reader's position; it must list the last of ``streams`` (the
+    streams since the previous index: :func:`.container.index_lists`)."""
     segments, used = source.parse(lambda buf: container.read_index(buf, 0))
     source.skip(used)
     listed = [container.Segment(s.compressed_size, s.uncompressed_size, s.crc32) for s in streams]
-    if segments != listed:
+    if not container.index_lists(segments, listed):
         raise StatemixError("corrupt stream: the seek index does not match the streams")
-    if not source.at_end():
-        raise StatemixError("corrupt stream: data after the seek index")
-    for stream in streams:
+    for stream in streams[len(streams) - len(segments):]:
         stream.indexed = True

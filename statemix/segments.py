@@ -223,7 +223,7 @@ def read_spans(fp, scan: bool = True) -> tuple[list[tuple[int, int]], list[conta
     fp.seek(0)
     if not scan:
         return [], None
-    spans = _offsets([info.compressed_size for info in read_info(fp)])
+    spans = [(info.offset, info.compressed_size) for info in read_info(fp)]  # seek indexes between them skipped
     fp.seek(0)
     return spans, None
 

@@ -141,6 +141,51 @@ def test_a_damaged_index_or_reordered_segments_never_give_a_wrong_byte(damage):
             f.read()
 
 
+def test_an_index_entry_that_lies_about_a_length_never_shifts_a_seek():
+    """A CRC-consistent index (a crafted file, or a writer's bug) whose first entry gives another
+    length: seeking past it must fail, not return the bytes of another offset."""
+    stream = compressed()
+    pieces = stream_slices(stream)
+    entries = [container.Segment(len(piece), SEGMENT, container.crc32(DATA[i * SEGMENT : (i + 1) * SEGMENT]))
+               for i, piece in enumerate(pieces)]
+    entries[-1] = container.Segment(len(pieces[-1]), 5000, container.crc32(DATA[4 * SEGMENT :]))
+    assert b"".join(pieces) + container.write_index(entries) == stream  # the index rebuilt as written
+    entries[0] = container.Segment(len(pieces[0]), SEGMENT - 5536, entries[0].crc)
+    forged = b"".join(pieces) + container.write_index(entries)
+    with statemix.open(io.BytesIO(forged)) as f:
+        with pytest.raises(StatemixError, match="seek index"):
+            f.seek(2 * SEGMENT)
+            f.read(100)
+
+
+@pytest.mark.parametrize("order", ["segmented, then plain", "plain, then segmented", "segmented twice"])
+def test_streams_concatenated_with_a_segmented_file_decode(order):
+    """As xz decodes concatenated files with their indexes: a seek index lists the streams since
+    the previous one, and streams may follow it (a file appended, `cat a.smx b.smx`)."""
+    plain_data = text_sample(3000, seed=22)
+    plain = statemix.compress(plain_data, level=1)
+    both = {"segmented, then plain": (compressed() + plain, DATA + plain_data),
+            "plain, then segmented": (plain + compressed(), plain_data + DATA),
+            "segmented twice": (compressed() + compressed(), DATA + DATA)}
+    stream, data = both[order]
+    for threads in (1, 2):
+        assert statemix.decompress(stream, threads=threads) == data
+    infos = statemix.read_info(io.BytesIO(stream))
+    assert sum(info.indexed for info in infos) == 5 * (2 if order == "segmented twice" else 1)
+    with statemix.open(io.BytesIO(stream)) as f:
+        assert f.read() == data
+        f.seek(len(data) - 4000)
+        assert f.read(3000) == data[-4000:-1000]
+
+
+def test_a_plain_stream_appended_to_a_segmented_file_decodes():
+    target = io.BytesIO()
+    target.write(compressed())
+    with statemix.open(target, "ab", level=1) as f:
+        f.write(b"and one more line\n")
+    assert statemix.decompress(target.getvalue()) == DATA + b"and one more line\n"
+
+
 def test_progress_is_reported_by_the_caller_thread_and_can_stop_the_workers():
     seen = []
     caller = threading.get_ident()
