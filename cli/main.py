@@ -9,9 +9,10 @@ success; devices and FIFOs are written through), so an error or an interruption 
 never leaves partial output behind, an existing file is never replaced without --force, and the input
 is never touched (it is deleted only with --rm, after success, and only a regular file whose output is
 a regular file: :func:`_open_input`, :func:`_check_output`).  The library reports progress between
-model steps of at most about 0.1 s; that is where the progress bar moves and where a signal that
-arrived during a library call takes effect (outside library calls it takes effect at once).  File
-names in messages are shown with control characters escaped, so every message is one line.
+model steps of at most about 0.1 s; that is where the progress bar moves and where a signal takes
+effect, but while the command waits (opening a FIFO, reading input, writing into a full pipe) a
+signal interrupts the wait at once.  File names in messages are shown with control characters
+escaped, so every message is one line.
 """
 
 from __future__ import annotations
@@ -44,19 +45,21 @@ class Problem(Exception):
         self.status = status
 
 
-# A signal interrupts the command at once wherever it waits (opening a FIFO, reading its input,
-# writing into a full pipe), except while the library computes: raising inside numba's compiler
-# callbacks can be lost, so there it is only recorded, and acted on at the library's next progress
-# report (at most about 0.1 s later) or when the library returns.
+# A signal interrupts the command at once only while it waits in a call that may never return
+# (:func:`_waiting`: opening a FIFO, reading its input, writing into a full pipe).  Elsewhere it is
+# recorded and acted on at the next checkpoint (the library's progress reports, at most about 0.1 s
+# apart, and every write): raising inside numba's compiler callbacks can be lost, and the output's
+# completion and clean-up must run whole.
 _signal_seen: int | None = None
-_in_library = False
+_waiting_now = False
 _to_stdout = False  # output goes to standard output: an interruption leaves what was written there
 
 
 def _on_signal(signum, frame):
-    global _signal_seen
+    global _signal_seen, _waiting_now
     _signal_seen = signum
-    if not _in_library:
+    if _waiting_now:
+        _waiting_now = False
         raise Interrupted
 
 
@@ -66,16 +69,20 @@ def _checkpoint() -> None:
 
 
 @contextlib.contextmanager
-def _library():
-    """Run a library call: a signal meanwhile is recorded, and acted on at its end (see above)."""
-    global _in_library
+def _waiting():
+    """Wait in a call that may block for ever: a signal meanwhile interrupts it at once."""
+    global _waiting_now
     _checkpoint()
-    _in_library = True
+    _waiting_now = True
     try:
         yield
     finally:
-        _in_library = False
-    _checkpoint()
+        _waiting_now = False
+
+
+def _read(src, size: int) -> bytes:
+    with _waiting():
+        return src.read(size)
 
 
 class _Output:
@@ -85,9 +92,9 @@ class _Output:
         self._stream, self._name = stream, name
 
     def write(self, data: bytes) -> None:
-        _checkpoint()
         try:
-            self._stream.write(data)
+            with _waiting():
+                self._stream.write(data)
         except OSError as exc:
             raise Problem(f"{self._name}: cannot write: {exc.strerror or exc}") from None
 
@@ -152,7 +159,8 @@ def _open_input(path: str, named_output: bool = True, remove: bool = False, forc
         if reason and not force:
             raise Problem(f"{path}: {reason}, skipping (use -f to remove it after all)")
     try:
-        return open(path, "rb"), (info if regular else None)
+        with _waiting():
+            return open(path, "rb"), (info if regular else None)
     except OSError as exc:
         raise Problem(f"{path}: {exc.strerror}") from None
 
@@ -185,19 +193,16 @@ def _compress_stream(src, dst, info, opts: dict, bar) -> tuple[int, int]:
     import statemix
 
     size = info.st_size if info is not None else None
-    with _library():
-        compressor = statemix.Compressor(level=opts["level"], model=opts["model"], size_hint=size,
-                                         threads=opts["threads"], segment_size=opts["segment_size"],
-                                         progress=_reporter(bar))
+    compressor = statemix.Compressor(level=opts["level"], model=opts["model"], size_hint=size,
+                                     threads=opts["threads"], segment_size=opts["segment_size"],
+                                     progress=_reporter(bar))
     read = written = 0
-    while chunk := src.read(CHUNK):
-        with _library():
-            out = compressor.compress(chunk)
+    while chunk := _read(src, CHUNK):
+        out = compressor.compress(chunk)
         dst.write(out)
         read += len(chunk)
         written += len(out)
-    with _library():
-        out = compressor.flush()
+    out = compressor.flush()
     dst.write(out)
     return read, written + len(out)
 
@@ -225,29 +230,23 @@ def _decompress_stream(src, dst, info, opts: dict, bar) -> tuple[int, int]:
         from statemix.segments import decompress_segments
 
         written = 0
-        segments = decompress_segments(src, threads=opts["threads"], memory_limit=opts["memory"],
-                                       progress=_reporter(bar))
-        while True:
-            with _library():
-                out = next(segments, None)
-            if out is None:
-                return src.seek(0, 2), written
+        for out in decompress_segments(src, threads=opts["threads"], memory_limit=opts["memory"],
+                                       progress=_reporter(bar)):
+            _checkpoint()
             if dst is not None:
                 dst.write(out)
             written += len(out)
-    with _library():
-        decompressor = statemix.StreamsDecompressor(threads=opts["threads"], memory_limit=opts["memory"],
-                                                     progress=_reporter(bar))
+        return src.seek(0, 2), written
+    decompressor = statemix.StreamsDecompressor(threads=opts["threads"], memory_limit=opts["memory"],
+                                                 progress=_reporter(bar))
     read = written = 0
-    while chunk := src.read(CHUNK):
+    while chunk := _read(src, CHUNK):
         read += len(chunk)
-        with _library():
-            out = decompressor.decompress(chunk)
+        out = decompressor.decompress(chunk)
         if dst is not None:
             dst.write(out)
         written += len(out)
-    with _library():
-        decompressor.check_end()
+    decompressor.check_end()
     return read, written
 
 
@@ -261,6 +260,15 @@ def _target_name(path: str, decompress: bool, suffix: str, output: str | None) -
     if not path.endswith(suffix) or len(path) == len(suffix):
         raise Problem(f"{path}: unknown suffix, skipping (use -c or -o)")
     return path[: -len(suffix)]
+
+
+def _is_input(out, info: os.stat_result | None) -> bool:
+    """Whether the standard output ``out`` is the regular input file (``info``): `-c a >> a`."""
+    try:
+        there = os.fstat(out.fileno())
+    except (OSError, ValueError):
+        return False
+    return info is not None and stat.S_ISREG(there.st_mode) and os.path.samestat(there, info)
 
 
 def _check_output(src, name: str, target: str, remove: bool) -> None:
@@ -305,6 +313,8 @@ def _process(path: str, opts: dict) -> None:
                     stdout = _standard(sys.stdout, "(stdout)")
                     if mode == "compress" and stdout.isatty() and not opts["force"]:
                         raise Problem("compressed data not written to a terminal (use -f to force)")
+                    if _is_input(stdout, info):
+                        raise Problem(f"(stdout): is the input file {name} itself, skipping")
                     _to_stdout = True
                     consumed, produced = work(src, _Output(stdout, "(stdout)"), info, opts, bar)
                     try:
@@ -317,7 +327,9 @@ def _process(path: str, opts: dict) -> None:
                     target = _target_name(path, mode == "decompress", opts["suffix"], opts["output"])
                     _check_output(src, name, target, remove)
                     try:
-                        with output_file(target, opts["force"], info, sync=remove) as out:
+                        with contextlib.ExitStack() as stack:
+                            with _waiting():  # opening a FIFO waits for its reader
+                                out = stack.enter_context(output_file(target, opts["force"], info, sync=remove))
                             consumed, produced = work(src, _Output(out, target), info, opts, bar)
                     except OutputError as exc:
                         raise Problem(str(exc)) from None
@@ -330,6 +342,9 @@ def _process(path: str, opts: dict) -> None:
     if opts["verbose"]:
         _say(f"{result}, {time.perf_counter() - started:.2f} s")
     if remove:
+        now = os.stat(path)
+        if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):  # renamed, or replaced meanwhile
+            raise Problem(f"{path}: not the file that was read any more, not removed")
         os.unlink(path)
 
 

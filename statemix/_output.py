@@ -20,9 +20,10 @@
 The output's permissions: those of the input when it is a regular file (its read, write and execute
 bits, never setuid, setgid or sticky; and its times), else 0666 minus the umask, as for any new
 file.  Its owner and group: the input's where this process may give them (as root, or a group of
-the user's); where the group cannot be given, the group's bits are cleared, as xz does, so that a
-file meant for one group is not opened to another.  With ``sync`` (before the input is removed)
-the output is flushed to the disk, and its directory after it is linked.
+the user's); where the group cannot be given, group and others both get only what the input gave
+both (as xz does), so that a file meant for one group is not opened to another.  With ``sync``
+(before the input is removed) the output is flushed to the disk, and its directory after it is
+linked.
 """
 
 from __future__ import annotations
@@ -120,7 +121,8 @@ def _give_attributes(fd: int, like: os.stat_result | None) -> None:
         try:
             os.fchown(fd, -1, like.st_gid)
         except OSError:
-            mode &= ~0o070
+            shared = (mode >> 3) & mode & 0o7  # what group and others may both do
+            mode = (mode & 0o700) | (shared << 3) | shared
     os.fchmod(fd, mode)
     os.utime(fd, ns=(like.st_atime_ns, like.st_mtime_ns))
 
@@ -226,10 +228,14 @@ def _write_through(path: str, target: os.stat_result, force: bool):
         raise OutputError(f"{path}: is a directory")
     if stat.S_ISBLK(target.st_mode) and not force:
         raise OutputError(f"{path}: is a block device (use -f to write to it)")
-    try:
-        out = open(path, "wb")
+    try:  # no O_TRUNC, and checked again once open: the node may have been replaced since it was seen
+        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
     except OSError as exc:
         raise OutputError(f"{path}: cannot write: {exc.strerror}") from None
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise OutputError(f"{path}: became a regular file while it was opened, not written")
+    out = os.fdopen(fd, "wb")
     try:
         yield out
     finally:

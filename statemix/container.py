@@ -51,8 +51,8 @@ keeps one copy of the model, not a second one to roll back to.  In version 1 the
 every stored and zstandard block (the decoder replays them through it).
 
 Seek index (written after the last stream of a segmented file, see statemix.segments; readers skip
-it between streams, and check it against the streams they decoded: it lists the last streams before
-it, :func:`index_lists`, so files concatenated before or after a segmented file still decode)::
+it between streams, and check it against the streams they decoded: it lists the streams since the
+previous index or the start, :func:`index_lists`, so files appended after it still decode)::
 
     magic               4 bytes   89 53 4D 49  ("\x89SMI")
     payload length      varint
@@ -244,11 +244,11 @@ class Segment:
 
 
 def index_lists(index: list[Segment], streams: list[Segment]) -> bool:
-    """Whether a seek index lists the streams before it: the last ``len(index)`` of ``streams``
-    (the streams since the previous index, or since the start).  Streams before those are another
-    file's, concatenated in front of the segmented file; streams after the index, a file's appended
-    after it."""
-    return 0 < len(index) <= len(streams) and streams[len(streams) - len(index):] == index
+    """Whether a seek index lists ``streams``: the streams since the previous index, or since the
+    start.  Streams may follow an index (a file appended to a segmented one, or a second segmented
+    file), but a stream in front of a segmented file's is refused: it could as well be a segment
+    duplicated by damage."""
+    return len(index) > 0 and index == streams
 
 
 def write_index(segments: list[Segment]) -> bytes:

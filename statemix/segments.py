@@ -217,7 +217,7 @@ def read_spans(fp, scan: bool = True) -> tuple[list[tuple[int, int]], list[conta
             segments, _ = container.read_index(fp.read(frame), 0)
         except (StatemixError, container.NeedMore):
             segments = None  # damaged: scan instead
-        if segments is not None and sum(s.compressed for s in segments) == size - frame:
+        if segments and sum(s.compressed for s in segments) == size - frame:
             fp.seek(0)
             return _offsets([s.compressed for s in segments]), segments
     fp.seek(0)

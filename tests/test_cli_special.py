@@ -292,16 +292,92 @@ def test_decompression_refuses_to_read_a_terminal(tmp_path):
         os.close(follower)
 
 
+def _wait_until_it_waits_for_a_partner(pid: int) -> None:
+    """Until the process waits in open() of a FIFO (Linux names that wait "wait_for_partner"; where
+    /proc does not tell, 3 s)."""
+    wchan = Path(f"/proc/{pid}/wchan")
+    if not wchan.exists() or wchan.read_text() in ("", "0"):
+        time.sleep(3)
+        return
+    deadline = time.monotonic() + 120
+    while "partner" not in wchan.read_text():
+        assert time.monotonic() < deadline, "the command never waited in open()"
+        time.sleep(0.05)
+
+
 @pytest.mark.parametrize("args", [["-1", "fifo"], ["-1", "-o", "fifo", "a.txt"]], ids=["input", "output"])
 def test_a_signal_interrupts_opening_a_fifo_nobody_opens(tmp_path, text_file, args):
     os.mkfifo(tmp_path / "fifo")
     proc = subprocess.Popen([*CLI, *args], cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE)
     try:
-        time.sleep(3)  # the command imports click and waits in open()
+        _wait_until_it_waits_for_a_partner(proc.pid)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=30)
     finally:
         proc.kill()  # a command that ignored the signal waits for ever
     assert proc.returncode == 1 and b"interrupted" in err and b"Traceback" not in err, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a.txt", "fifo"]
+
+
+def test_standard_output_that_is_the_input_is_refused(tmp_path, text_file):
+    """`statemix -c a.txt >> a.txt` would read what it writes, for ever."""
+    before = snapshot(tmp_path)
+    with open(text_file, "ab") as same:
+        result = subprocess.run([*CLI, "-1", "-c", "a.txt"], cwd=tmp_path, stdin=subprocess.DEVNULL, stdout=same,
+                                stderr=subprocess.PIPE, timeout=120)
+    assert_one_error(result, "(stdout)", "input file")
+    assert snapshot(tmp_path) == before
+
+
+def test_the_input_is_removed_only_while_it_is_the_file_that_was_read(tmp_path, text_file, monkeypatch):
+    """--rm removes the input's name only if it still names the file that was read."""
+    from statemix_cli import main as cli_main
+
+    other = tmp_path / "other.txt"
+    other.write_bytes(b"not the input")
+    real_stat = os.stat
+
+    def stat_after_compressing(path, *args, **kwargs):  # the name is given to another file meanwhile
+        if str(path) == "a.txt" and (tmp_path / "a.txt.smx").exists():
+            return real_stat(other, *args, **kwargs)
+        return real_stat(path, *args, **kwargs)
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(cli_main.os, "stat", stat_after_compressing)
+    opts = dict(mode="compress", stdout=False, output=None, remove=True, force=False, verbose=False, threads=1,
+                suffix=".smx", level=1, model=None, memory=None, segment_size=None, progress=False)
+    with pytest.raises(cli_main.Problem, match="not the file that was read"):
+        cli_main._process("a.txt", opts)
+    assert text_file.read_bytes() == TEXT
+
+
+def test_an_output_device_replaced_by_a_file_is_not_truncated(tmp_path, monkeypatch):
+    """The node seen as a device may be a regular file by the time it is opened: never truncated."""
+    from statemix import _output
+
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious")
+    device = os.stat("/dev/null")
+    monkeypatch.setattr(_output.os, "stat", lambda path, *a, **k: device)
+    with pytest.raises(_output.OutputError, match="regular file"):
+        with _output.output_file(str(victim), False, None):
+            pass
+    assert victim.read_bytes() == b"precious"
+
+
+def test_without_the_inputs_group_group_and_others_get_what_both_had(tmp_path, monkeypatch):
+    from statemix import _output
+
+    source = tmp_path / "in"
+    source.write_bytes(b"x")
+    source.chmod(0o654)
+    like = source.stat()
+
+    def refuse(*args):
+        raise PermissionError
+
+    monkeypatch.setattr(_output.os, "fchown", refuse)
+    with _output.output_file(str(tmp_path / "out"), False, like) as out:
+        out.write(b"y")
+    assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o644  # group r-x and others r-- share r--

@@ -114,7 +114,8 @@ def swapped(stream: bytes) -> bytes:
     return pieces[1] + pieces[0] + b"".join(pieces[2:]) + index
 
 
-@pytest.mark.parametrize("damage", ["swapped", "duplicated", "dropped", "index byte", "index crc"])
+@pytest.mark.parametrize("damage", ["swapped", "duplicated", "duplicated first", "dropped", "index byte", "index crc",
+                                    "empty index"])
 def test_a_damaged_index_or_reordered_segments_never_give_a_wrong_byte(damage):
     stream = compressed()
     pieces = stream_slices(stream)
@@ -123,6 +124,10 @@ def test_a_damaged_index_or_reordered_segments_never_give_a_wrong_byte(damage):
         bad = swapped(stream)
     elif damage == "duplicated":
         bad = b"".join(pieces) + pieces[-1] + index
+    elif damage == "duplicated first":
+        bad = pieces[0] + b"".join(pieces) + index
+    elif damage == "empty index":
+        bad = container.write_index([])
     elif damage == "dropped":
         bad = b"".join(pieces[1:]) + index
     else:
@@ -158,14 +163,15 @@ def test_an_index_entry_that_lies_about_a_length_never_shifts_a_seek():
             f.read(100)
 
 
-@pytest.mark.parametrize("order", ["segmented, then plain", "plain, then segmented", "segmented twice"])
-def test_streams_concatenated_with_a_segmented_file_decode(order):
+PLAIN_DATA = text_sample(3000, seed=22)
+
+
+@pytest.mark.parametrize("order", ["segmented, then plain", "segmented twice"])
+def test_streams_concatenated_after_a_segmented_file_decode(order):
     """As xz decodes concatenated files with their indexes: a seek index lists the streams since
     the previous one, and streams may follow it (a file appended, `cat a.smx b.smx`)."""
-    plain_data = text_sample(3000, seed=22)
-    plain = statemix.compress(plain_data, level=1)
-    both = {"segmented, then plain": (compressed() + plain, DATA + plain_data),
-            "plain, then segmented": (plain + compressed(), plain_data + DATA),
+    plain = statemix.compress(PLAIN_DATA, level=1)
+    both = {"segmented, then plain": (compressed() + plain, DATA + PLAIN_DATA),
             "segmented twice": (compressed() + compressed(), DATA + DATA)}
     stream, data = both[order]
     for threads in (1, 2):
@@ -176,6 +182,15 @@ def test_streams_concatenated_with_a_segmented_file_decode(order):
         assert f.read() == data
         f.seek(len(data) - 4000)
         assert f.read(3000) == data[-4000:-1000]
+
+
+def test_a_stream_in_front_of_a_segmented_file_is_refused():
+    """It is a segment's stream as far as any reader can tell (a segment is a one-shot stream): so
+    that a segment duplicated in front is never decoded, the index must list every stream before it."""
+    stream = statemix.compress(PLAIN_DATA, level=1) + compressed()
+    for threads in (1, 2):
+        with pytest.raises(StatemixError, match="seek index"):
+            statemix.decompress(stream, threads=threads)
 
 
 def test_a_plain_stream_appended_to_a_segmented_file_decodes():
