@@ -63,6 +63,10 @@ def _on_signal(signum, frame):
         raise Interrupted
 
 
+def _interrupt_now(signum, frame):
+    raise Interrupted
+
+
 def _checkpoint() -> None:
     if _signal_seen is not None:
         raise Interrupted
@@ -262,13 +266,13 @@ def _target_name(path: str, decompress: bool, suffix: str, output: str | None) -
     return path[: -len(suffix)]
 
 
-def _is_input(out, info: os.stat_result | None) -> bool:
-    """Whether the standard output ``out`` is the regular input file (``info``): `-c a >> a`."""
+def _is_input(out, src) -> bool:
+    """Whether the standard output ``out`` is the input ``src``, a regular file: `-c a >> a`, `< a >> a`."""
     try:
-        there = os.fstat(out.fileno())
+        there, read = os.fstat(out.fileno()), os.fstat(src.fileno())
     except (OSError, ValueError):
         return False
-    return info is not None and stat.S_ISREG(there.st_mode) and os.path.samestat(there, info)
+    return stat.S_ISREG(there.st_mode) and os.path.samestat(there, read)
 
 
 def _check_output(src, name: str, target: str, remove: bool) -> None:
@@ -295,6 +299,7 @@ def _process(path: str, opts: dict) -> None:
     src, info = _open_input(path, named_output=to_stdout or opts["output"] is not None or mode == "test",
                             remove=remove, force=opts["force"])
     name = "(stdin)" if path == "-" else path
+    read = os.fstat(src.fileno()) if remove else None  # the file read, which --rm removes
     try:
         if path == "-" and mode != "compress" and src.isatty():
             raise Problem("compressed data not read from a terminal")
@@ -313,12 +318,13 @@ def _process(path: str, opts: dict) -> None:
                     stdout = _standard(sys.stdout, "(stdout)")
                     if mode == "compress" and stdout.isatty() and not opts["force"]:
                         raise Problem("compressed data not written to a terminal (use -f to force)")
-                    if _is_input(stdout, info):
+                    if _is_input(stdout, src):
                         raise Problem(f"(stdout): is the input file {name} itself, skipping")
                     _to_stdout = True
                     consumed, produced = work(src, _Output(stdout, "(stdout)"), info, opts, bar)
                     try:
-                        stdout.flush()
+                        with _waiting():
+                            stdout.flush()
                     except OSError as exc:
                         raise Problem(f"(stdout): cannot write: {exc.strerror or exc}") from None
                 else:
@@ -327,9 +333,7 @@ def _process(path: str, opts: dict) -> None:
                     target = _target_name(path, mode == "decompress", opts["suffix"], opts["output"])
                     _check_output(src, name, target, remove)
                     try:
-                        with contextlib.ExitStack() as stack:
-                            with _waiting():  # opening a FIFO waits for its reader
-                                out = stack.enter_context(output_file(target, opts["force"], info, sync=remove))
+                        with output_file(target, opts["force"], info, sync=remove, waiting=_waiting) as out:
                             consumed, produced = work(src, _Output(out, target), info, opts, bar)
                     except OutputError as exc:
                         raise Problem(str(exc)) from None
@@ -343,7 +347,7 @@ def _process(path: str, opts: dict) -> None:
         _say(f"{result}, {time.perf_counter() - started:.2f} s")
     if remove:
         now = os.stat(path)
-        if (now.st_dev, now.st_ino) != (info.st_dev, info.st_ino):  # renamed, or replaced meanwhile
+        if (now.st_dev, now.st_ino) != (read.st_dev, read.st_ino):  # renamed, or replaced meanwhile
             raise Problem(f"{path}: not the file that was read any more, not removed")
         os.unlink(path)
 
@@ -358,7 +362,7 @@ def _list(paths: list[str], verbose: bool) -> int:
             if path == "-":
                 raise Problem("--list does not read standard input")
             src, _ = _open_input(path)
-            with src:
+            with src, _waiting():  # a FIFO may never end
                 streams = statemix.read_info(src)
         except statemix.StatemixError as exc:
             _say(f"{path}: {exc}")
@@ -485,7 +489,9 @@ def run(argv: list[str] | None = None) -> None:
         from .diagnose import diagnose
 
         command, argv = diagnose, argv[1:]
-    previous = {number: signal.signal(number, _on_signal) for number in (signal.SIGINT, signal.SIGTERM)}
+    # diagnose writes no file and has no checkpoints: a signal stops it at once
+    handler = _on_signal if command is main else _interrupt_now
+    previous = {number: signal.signal(number, handler) for number in (signal.SIGINT, signal.SIGTERM)}
     try:
         status = command.main(args=argv, prog_name="statemix", standalone_mode=False)
     except click.exceptions.Exit as exc:

@@ -33,7 +33,7 @@ import os
 import secrets
 import socket
 import stat
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 TEMP_SUFFIX = ".smxtmp"
 
@@ -136,11 +136,14 @@ def _sync_directory(directory: str) -> None:
 
 
 @contextmanager
-def output_file(path: str, force: bool, like: os.stat_result | None, sync: bool = False):
+def output_file(path: str, force: bool, like: os.stat_result | None, sync: bool = False,
+                waiting=nullcontext):
     """Yield a binary file that becomes ``path`` only if the block finishes without an exception.
 
     ``like``: the input's stat when it is a regular file (its mode, owner and times are given to
-    the output); ``sync``: flush the output to the disk (the caller removes the input next).
+    the output); ``sync``: flush the output to the disk (the caller removes the input next);
+    ``waiting``: a context manager around the one call that may wait for ever (opening a FIFO until
+    it has a reader), for a caller that lets signals interrupt such waits.
     """
     if os.path.islink(path) and os.path.isfile(path):
         path = os.path.realpath(path)
@@ -151,7 +154,7 @@ def output_file(path: str, force: bool, like: os.stat_result | None, sync: bool 
     except OSError as exc:
         raise OutputError(f"{path}: cannot create output: {exc.strerror}") from None
     if target is not None and not stat.S_ISREG(target.st_mode):
-        yield from _write_through(path, target, force)
+        yield from _write_through(path, target, force, waiting)
         return
     if (target is not None or os.path.islink(path)) and not force:
         raise OutputError(f"{path}: output file exists (use -f to overwrite)")
@@ -223,13 +226,14 @@ def _link_into_place(source: str, path: str, force: bool, linked_name: str | Non
         raise
 
 
-def _write_through(path: str, target: os.stat_result, force: bool):
+def _write_through(path: str, target: os.stat_result, force: bool, waiting):
     if stat.S_ISDIR(target.st_mode):
         raise OutputError(f"{path}: is a directory")
     if stat.S_ISBLK(target.st_mode) and not force:
         raise OutputError(f"{path}: is a block device (use -f to write to it)")
     try:  # no O_TRUNC, and checked again once open: the node may have been replaced since it was seen
-        fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+        with waiting():
+            fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
     except OSError as exc:
         raise OutputError(f"{path}: cannot write: {exc.strerror}") from None
     if stat.S_ISREG(os.fstat(fd).st_mode):

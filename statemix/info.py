@@ -105,12 +105,12 @@ def read_info(fp) -> list[StreamInfo]:
 
 
 def _check_index(source: _Input, streams: list[StreamInfo]) -> None:
-    """Parse the seek index at the reader's position; it must list the last of ``streams`` (the
-    streams since the previous index: :func:`.container.index_lists`)."""
+    """Parse the seek index at the reader's position; it must list ``streams`` (the streams since
+    the previous index or the start: :func:`.container.index_lists`)."""
     segments, used = source.parse(lambda buf: container.read_index(buf, 0))
     source.skip(used)
     listed = [container.Segment(s.compressed_size, s.uncompressed_size, s.crc32) for s in streams]
     if not container.index_lists(segments, listed):
         raise StatemixError("corrupt stream: the seek index does not match the streams")
-    for stream in streams[len(streams) - len(segments):]:
+    for stream in streams:
         stream.indexed = True
