@@ -266,16 +266,17 @@ def _target_name(path: str, decompress: bool, suffix: str, output: str | None) -
     return path[: -len(suffix)]
 
 
-def _is_input(out, src) -> bool:
-    """Whether the standard output ``out`` is the input ``src``, a regular file: `-c a >> a`, `< a >> a`."""
+def _is_input(out, opened: os.stat_result) -> bool:
+    """Whether the standard output ``out`` is the input (``opened``: its fstat), a regular file:
+    `-c a >> a`, `< a >> a`."""
     try:
-        there, read = os.fstat(out.fileno()), os.fstat(src.fileno())
+        there = os.fstat(out.fileno())
     except (OSError, ValueError):
         return False
-    return stat.S_ISREG(there.st_mode) and os.path.samestat(there, read)
+    return stat.S_ISREG(there.st_mode) and os.path.samestat(there, opened)
 
 
-def _check_output(src, name: str, target: str, remove: bool) -> None:
+def _check_output(opened: os.stat_result, name: str, target: str, remove: bool) -> None:
     """Refuse an output that is the input itself (even with -f: writing it would destroy the data
     it is made from), and with --rm one that is not a regular file (a device, a FIFO: the data would
     not be kept anywhere the input's removal could rely on)."""
@@ -283,7 +284,7 @@ def _check_output(src, name: str, target: str, remove: bool) -> None:
         there = os.stat(target)
     except OSError:
         return
-    if os.path.samestat(there, os.fstat(src.fileno())):
+    if os.path.samestat(there, opened):
         raise Problem(f"{target}: is the input file itself, skipping")
     if remove and not stat.S_ISREG(there.st_mode):
         raise Problem(f"{target}: not a regular file, skipping {name} (--rm removes an input only once its "
@@ -299,7 +300,7 @@ def _process(path: str, opts: dict) -> None:
     src, info = _open_input(path, named_output=to_stdout or opts["output"] is not None or mode == "test",
                             remove=remove, force=opts["force"])
     name = "(stdin)" if path == "-" else path
-    read = os.fstat(src.fileno()) if remove else None  # the file read, which --rm removes
+    opened = os.fstat(src.fileno())  # the file read: never the output, and what --rm removes
     try:
         if path == "-" and mode != "compress" and src.isatty():
             raise Problem("compressed data not read from a terminal")
@@ -318,7 +319,7 @@ def _process(path: str, opts: dict) -> None:
                     stdout = _standard(sys.stdout, "(stdout)")
                     if mode == "compress" and stdout.isatty() and not opts["force"]:
                         raise Problem("compressed data not written to a terminal (use -f to force)")
-                    if _is_input(stdout, src):
+                    if _is_input(stdout, opened):
                         raise Problem(f"(stdout): is the input file {name} itself, skipping")
                     _to_stdout = True
                     consumed, produced = work(src, _Output(stdout, "(stdout)"), info, opts, bar)
@@ -331,7 +332,7 @@ def _process(path: str, opts: dict) -> None:
                     from statemix._output import OutputError, output_file
 
                     target = _target_name(path, mode == "decompress", opts["suffix"], opts["output"])
-                    _check_output(src, name, target, remove)
+                    _check_output(opened, name, target, remove)
                     try:
                         with output_file(target, opts["force"], info, sync=remove, waiting=_waiting) as out:
                             consumed, produced = work(src, _Output(out, target), info, opts, bar)
@@ -347,7 +348,7 @@ def _process(path: str, opts: dict) -> None:
         _say(f"{result}, {time.perf_counter() - started:.2f} s")
     if remove:
         now = os.stat(path)
-        if (now.st_dev, now.st_ino) != (read.st_dev, read.st_ino):  # renamed, or replaced meanwhile
+        if not os.path.samestat(now, opened):  # renamed, or replaced meanwhile
             raise Problem(f"{path}: not the file that was read any more, not removed")
         os.unlink(path)
 
