@@ -7,6 +7,8 @@ import sys
 
 import click
 
+from .main import compile_notices
+
 
 def _table(report) -> str:
     cal = report.calibration
@@ -159,8 +161,9 @@ def diagnose(file, model, level, bins, points, ablation, stages, as_json, plot):
     except OSError as exc:
         raise click.ClickException(f"{file}: {exc.strerror}") from None
     try:
-        report = run_diagnosis(data, level=level, model=model, bins=bins, curve_points=points, ablation=ablation,
-                               stages=stages)
+        with compile_notices(quiet=False, ticking=False):
+            report = run_diagnosis(data, level=level, model=model, bins=bins, curve_points=points,
+                                   ablation=ablation, stages=stages)
     except statemix.StatemixError as exc:
         raise click.ClickException(str(exc)) from None
     if plot:

@@ -18,11 +18,13 @@ escaped, so every message is one line.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import signal
 import stat
 import sys
+import threading
 import time
 
 import click
@@ -113,6 +115,55 @@ def _escape(text: str) -> str:
 
 def _say(message: str) -> None:
     click.echo(f"statemix: {_escape(message)}", err=True)
+
+
+class _Notices(logging.Handler):
+    """The library's messages (a compile about to start) as statemix's one-line messages."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        _say(record.getMessage())
+
+
+@contextlib.contextmanager
+def compile_notices(quiet: bool, ticking: bool):
+    """Say on standard error when a compile of more than about a second starts (unless ``quiet``);
+    with ``ticking`` (-v on a terminal) count its seconds on one line until it ends."""
+    logger = logging.getLogger("statemix")
+    handler = _Notices()
+    if not quiet:
+        logger.addHandler(handler)
+        logger.setLevel(logging.INFO)
+    done = threading.Event()
+    ticker = threading.Thread(target=_tick, args=(done,), daemon=True) if ticking and not quiet else None
+    if ticker is not None:
+        ticker.start()
+    try:
+        yield
+    finally:
+        done.set()
+        if ticker is not None:
+            ticker.join()
+        logger.removeHandler(handler)
+
+
+def _tick(done: threading.Event) -> None:
+    """Show the seconds of each compile under way (from the second one on), then clear the line."""
+    from statemix._jit import compile_elapsed
+
+    shown = False
+    while not done.wait(0.5):
+        elapsed = compile_elapsed()
+        if elapsed is not None and elapsed >= 1:
+            sys.stderr.write(f"\rstatemix: compiling ... {elapsed:.0f} s\x1b[K")
+            sys.stderr.flush()
+            shown = True
+        elif shown:
+            sys.stderr.write("\r\x1b[K")
+            sys.stderr.flush()
+            shown = False
+    if shown:
+        sys.stderr.write("\r\x1b[K")
+        sys.stderr.flush()
 
 
 def _version() -> str:
@@ -466,20 +517,29 @@ def main(files, mode, to_stdout, output, keep, remove, force, quiet, verbose, th
                 level=level or level_flag, model=model, memory=memory, segment_size=segment_size,
                 progress=sys.stderr is not None and sys.stderr.isatty() and verbose and not quiet)
     status = EXIT_OK
-    for path in paths:
-        try:
-            _process(path, opts)
-        except Problem as exc:
-            if exc.status == EXIT_ERROR or not quiet:
-                _say(str(exc))
-            status = max(status, exc.status)
-        except (statemix.StatemixError, EOFError) as exc:
-            _say(f"{'(stdin)' if path == '-' else path}: {exc}")
-            status = EXIT_ERROR
-        except OSError as exc:
-            _say(f"{exc.filename or path}: {exc.strerror or exc}")
-            status = EXIT_ERROR
+    with compile_notices(quiet, opts["progress"]):
+        for path in paths:
+            status = max(status, _process_reported(path, opts, quiet))
     return status
+
+
+def _process_reported(path: str, opts: dict, quiet: bool) -> int:
+    """Process one input; report a failure in one line; return the exit status."""
+    import statemix
+
+    try:
+        _process(path, opts)
+    except Problem as exc:
+        if exc.status == EXIT_ERROR or not quiet:
+            _say(str(exc))
+        return exc.status
+    except (statemix.StatemixError, EOFError) as exc:
+        _say(f"{'(stdin)' if path == '-' else path}: {exc}")
+        return EXIT_ERROR
+    except OSError as exc:
+        _say(f"{exc.filename or path}: {exc.strerror or exc}")
+        return EXIT_ERROR
+    return EXIT_OK
 
 
 def run(argv: list[str] | None = None) -> None:

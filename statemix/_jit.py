@@ -44,6 +44,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import hashlib
+import logging
 import os
 import shutil
 import tempfile
@@ -110,6 +111,8 @@ if CACHE_DIR is not None:
     os.environ["STATEMIX_CACHE_DIR"] = _CACHE_BASE
 
 import numba  # noqa: E402  (the environment above must be set first)
+from numba.core import event  # noqa: E402
+from numba.core import types as numba_types  # noqa: E402
 
 if getattr(numba.config, "USING_SVML", False):  # pragma: no cover - depends on the host
     raise ImportError(
@@ -131,26 +134,58 @@ _COMPILING = _CompileDepth()
 
 
 class _CacheForTopLevel:
-    """A kernel's numba cache that is read only when the kernel itself is asked for from Python.
+    """A kernel's numba cache that a kernel being compiled reads only if no parallel region is under it.
 
     numba 0.68 writes a broken cache entry for a kernel compiled against a callee that was loaded
     from the cache, if that callee contains a parallel region: the entry loads later and calls a
     null pointer.  statemix hit it as a segfault: ``--model ssm`` once (its training kernels cached),
-    then cm level 2 twice (cm's loop, compiled against them, cached; then loaded).  So a kernel
-    compiled because another kernel is being compiled is compiled again with it, never loaded, and
-    every cache entry holds, self-contained, everything it calls.  Writing is unchanged.
+    then cm level 2 twice (cm's loop, compiled against them, cached; then loaded).  So a kernel that
+    is parallel, or calls one (directly or through others: :func:`callees`), and is compiled because
+    another kernel is being compiled, is compiled again with it, never loaded: every cache entry that
+    reaches a parallel region holds, self-contained, everything it calls.  Serial callees load from
+    the cache like top-level kernels, so that the loops of several levels share their per-byte
+    kernels' compiles across processes.  Writing is unchanged.
     """
 
-    def __init__(self, cache):
+    def __init__(self, cache, dispatcher):
         self._cache = cache
+        self._dispatcher = dispatcher
+        self._reaches_parallel = None  # known at the first load: callees may be defined after the kernel
 
     def load_overload(self, sig, target_context):
         if _COMPILING.depth > 1:
-            return None
+            if self._reaches_parallel is None:
+                self._reaches_parallel = any(_is_parallel(d) for d in [self._dispatcher, *callees([self._dispatcher])])
+            if self._reaches_parallel:
+                return None
         return self._cache.load_overload(sig, target_context)
 
     def __getattr__(self, name):
         return getattr(self._cache, name)
+
+
+def _is_parallel(dispatcher) -> bool:
+    return bool(dispatcher.targetoptions.get("parallel"))
+
+
+def callees(dispatchers) -> list:
+    """Every kernel that ``dispatchers`` call, directly or through others, as their source names
+    them (``name`` or ``module.name``, read from the globals each was compiled with)."""
+    found, pending = [], list(dispatchers)
+    while pending:
+        function = pending.pop().py_func
+        codes, names = [function.__code__], set()
+        while codes:
+            code = codes.pop()
+            names.update(code.co_names)
+            codes.extend(c for c in code.co_consts if hasattr(c, "co_names"))
+        values = [function.__globals__[n] for n in names if n in function.__globals__]
+        values += [getattr(v, n) for v in values if isinstance(v, types.ModuleType) for n in names if hasattr(v, n)]
+        for value in values:
+            if any(value is d for d in KERNELS) and not any(value is d for d in found):
+                found.append(value)
+                pending.append(value)
+    return found
 
 
 def _counting_compiles(dispatcher):
@@ -166,7 +201,15 @@ def _counting_compiles(dispatcher):
             _COMPILING.depth -= 1
 
     dispatcher.compile = compile
-    dispatcher._cache = _CacheForTopLevel(dispatcher._cache)
+    dispatcher._cache = _CacheForTopLevel(dispatcher._cache, dispatcher)
+    get_call_template = dispatcher.get_call_template
+
+    @functools.wraps(get_call_template)
+    def get_call_template_unliteral(args, kws):
+        return get_call_template(tuple(numba_types.unliteral(a) for a in args),
+                                 {name: numba_types.unliteral(a) for name, a in kws.items()})
+
+    dispatcher.get_call_template = get_call_template_unliteral
     return dispatcher
 
 
@@ -242,6 +285,64 @@ def counts_references(dispatcher) -> bool:
 
 
 prange = numba.prange
+
+#: the library's logger; the first compile of an announced kernel (:func:`announce`) is an INFO message
+log = logging.getLogger("statemix")
+
+
+class _CompileWatch(event.Listener):
+    """Follows numba's compiles (its events come only for a real compile, never for a cache load):
+    announces an announced kernel's compile as it starts and records when the compile under way
+    began (:func:`compile_elapsed`)."""
+
+    def __init__(self):
+        self.announced = {}  # id(dispatcher): (what, seconds)
+        self.depth = threading.local()
+        self.started = None  # time.monotonic() at the start of the outermost compile under way
+        self.told_no_cache = False
+
+    def on_start(self, ev):
+        depth = getattr(self.depth, "n", 0)
+        self.depth.n = depth + 1
+        if depth:
+            return
+        self.started = time.monotonic()
+        what = self.announced.pop(id(ev.data["dispatcher"]), None)
+        if what is None:
+            return
+        name, seconds = what
+        if CACHE_DIR is not None:
+            log.info(f"compiling {name} for this machine: about {seconds} s, once (later runs load it from "
+                     f"{_CACHE_BASE})")
+        elif not self.told_no_cache:
+            self.told_no_cache = True
+            log.info(f"compiling {name}: about {seconds} s, on every run: no cache directory can be written "
+                     "(set STATEMIX_CACHE_DIR to one that can)")
+        else:
+            log.info(f"compiling {name}: about {seconds} s")
+
+    def on_end(self, ev):
+        self.depth.n -= 1
+        if not self.depth.n:
+            self.started = None
+
+
+_WATCH = _CompileWatch()
+event.register("numba:compile", _WATCH)
+
+
+def announce(dispatcher, what: str, seconds: int) -> None:
+    """Announce ``dispatcher``'s first compile in this process, when it starts, as an INFO message of
+    the "statemix" logger: ``what`` it is and about how many ``seconds`` it takes (measured on this
+    project's 2-core test machine).  Every kernel asked for from Python whose first compile takes
+    more than about a second is announced (bench/compile_profile.py lists them)."""
+    _WATCH.announced[id(dispatcher)] = (what, seconds)
+
+
+def compile_elapsed() -> float | None:
+    """Seconds since the compile under way started (None when nothing compiles)."""
+    started = _WATCH.started
+    return None if started is None else time.monotonic() - started
 
 
 def set_threads(threads: int) -> None:

@@ -188,6 +188,117 @@ def test_progress_bar_moves_in_a_terminal(tmp_path, level):
 
 
 # ---------------------------------------------------------------------------------------------------
+# A first run's compile is announced before it starts.  Each test starts the command with an empty
+# kernel cache and stops it (SIGKILL: a signal is acted on only after a compile) once the level-1
+# loop's compile is under way: its first callee's cache entry has been written.
+
+
+def _cold_start(tmp_path: Path, args: list[str], stderr, **env_changes) -> tuple[subprocess.Popen, Path]:
+    (tmp_path / "a.txt").write_bytes(TEXT)
+    cache = tmp_path / "cache"
+    env = {k: v for k, v in os.environ.items() if k not in ("STATEMIX_CACHE_DIR", "NUMBA_CACHE_DIR")}
+    env.update({"STATEMIX_CACHE_DIR": str(cache), **env_changes})
+    proc = subprocess.Popen(args, cwd=tmp_path, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=stderr)
+    return proc, cache
+
+
+def _loop_compiling(cache: Path) -> bool:
+    """Whether a compile of cm's loop has begun: a kernel it calls once per byte is cached."""
+    return any(cache.rglob("*text_update*.nbi"))
+
+
+def _wait_for(condition, proc: subprocess.Popen, seconds: float = 240) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert proc.poll() is None, "the command ended first"
+        assert time.monotonic() < deadline, "timed out"
+        time.sleep(0.1)
+
+
+def _stderr_lines(proc: subprocess.Popen, lines: list) -> threading.Thread:
+    reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
+    reader.start()
+    return reader
+
+
+ANNOUNCEMENT = re.compile(r"statemix: compiling cm's level-1 loop for this machine: about \d+ s, once \(later "
+                          r"runs load it from .*cache\)")
+
+
+def test_a_first_compile_is_announced_before_it_starts(tmp_path):
+    proc, cache = _cold_start(tmp_path, [*CLI, "-1", "a.txt"], subprocess.PIPE)
+    lines = []
+    _stderr_lines(proc, lines)
+    try:
+        _wait_for(lambda: lines, proc)
+        assert not (tmp_path / "a.txt.smx").exists()  # said before the work, not after it
+        _wait_for(lambda: _loop_compiling(cache), proc)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert len(lines) == 1 and ANNOUNCEMENT.fullmatch(lines[0].decode().strip()), lines
+
+
+def test_quiet_silences_the_compile_announcement_and_the_library_is_quiet(tmp_path):
+    library = [sys.executable, "-c", "import statemix; statemix.compress(open('a.txt', 'rb').read(), level=1)"]
+    for args in ([*CLI, "-q", "-1", "a.txt"], library):
+        proc, cache = _cold_start(tmp_path, args, subprocess.PIPE)
+        try:
+            _wait_for(lambda: _loop_compiling(cache), proc)
+        finally:
+            proc.kill()
+            _, err = proc.communicate()
+        assert err == b"", args
+        shutil.rmtree(cache)
+
+
+def test_the_library_announces_a_compile_as_a_logging_message(tmp_path):
+    script = ("import logging, statemix; logging.basicConfig(level=logging.INFO); "
+              "statemix.compress(open('a.txt', 'rb').read(), level=1)")
+    proc, cache = _cold_start(tmp_path, [sys.executable, "-c", script], subprocess.PIPE)
+    lines = []
+    _stderr_lines(proc, lines)
+    try:
+        _wait_for(lambda: lines, proc)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert lines[0].decode().startswith("INFO:statemix:compiling cm's level-1 loop for this machine"), lines
+
+
+def test_without_a_writable_cache_every_run_says_it_compiles(tmp_path):
+    (tmp_path / "not-a-directory").write_bytes(b"")
+    proc, _ = _cold_start(tmp_path, [*CLI, "-1", "a.txt"], subprocess.PIPE,
+                          STATEMIX_CACHE_DIR="", XDG_CACHE_HOME=str(tmp_path / "not-a-directory"))
+    lines = []
+    _stderr_lines(proc, lines)
+    try:
+        _wait_for(lambda: lines, proc)
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "on every run: no cache directory can be written" in lines[0].decode(), lines
+
+
+def test_a_compile_counts_its_seconds_in_a_terminal(tmp_path):
+    pty = pytest.importorskip("pty")
+    leader, follower = pty.openpty()
+    proc, cache = _cold_start(tmp_path, [*CLI, "-v", "-1", "a.txt"], follower)
+    os.close(follower)
+    screen = bytearray()
+    try:
+        while not re.search(rb"compiling \.\.\. [2-9] s", screen):
+            assert proc.poll() is None, bytes(screen)
+            screen += os.read(leader, 4096)
+    finally:
+        proc.kill()
+        proc.wait()
+        os.close(leader)
+    assert ANNOUNCEMENT.search(screen.decode()), bytes(screen)
+
+
+# ---------------------------------------------------------------------------------------------------
 # What --rm may remove, outputs that are the input, the output's owner and mode, closed standard
 # streams, signals while a FIFO is opened
 

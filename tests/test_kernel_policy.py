@@ -8,7 +8,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import types
 from pathlib import Path
 
 import numpy as np
@@ -129,26 +128,11 @@ def qualified(dispatcher) -> str:
 
 
 def called_by(dispatchers) -> list:
-    """Every kernel that ``dispatchers`` call, directly or through others, as their source names
-    them (``name`` or ``module.name``).  Such a kernel's machine code is linked into its callers'
-    (statemix's cache entries are self-contained, see statemix._jit), so the FMA scan of the callers
-    reads it: a callee never asked for from Python has no compiled signature of its own when its
-    callers were loaded from the cache, and an inlined helper never has one."""
-    found, pending = [], list(dispatchers)
-    while pending:
-        function = pending.pop().py_func
-        codes, names = [function.__code__], set()
-        while codes:
-            code = codes.pop()
-            names.update(code.co_names)
-            codes.extend(c for c in code.co_consts if hasattr(c, "co_names"))
-        values = [function.__globals__[n] for n in names if n in function.__globals__]
-        values += [getattr(v, n) for v in values if isinstance(v, types.ModuleType) for n in names if hasattr(v, n)]
-        for value in values:
-            if any(value is d for d in _jit.KERNELS) and not any(value is d for d in found):
-                found.append(value)
-                pending.append(value)
-    return found
+    """Every kernel that ``dispatchers`` call (:func:`statemix._jit.callees`).  Such a kernel's
+    machine code is linked into its callers', so the FMA scan of the callers reads it: a callee
+    never asked for from Python has no compiled signature of its own when its callers were loaded
+    from the cache, and an inlined helper never has one."""
+    return _jit.callees(dispatchers)
 
 
 def returns_an_array(dispatcher) -> bool:
@@ -350,6 +334,67 @@ def test_a_kernel_compiled_against_a_cached_parallel_callee_loads_from_the_cache
         assert done.returncode == 0, (caller, done.returncode, done.stderr[-500:])
         outputs.append(float(done.stdout))
     assert outputs == [880.0, 881.0, 881.0, 880.0]
+
+
+KERNELS_CALLING_A_SERIAL_ONE = '''
+import sys
+import numpy as np
+from numba.core import event
+from statemix._jit import kernel
+
+
+@kernel
+def leaf(a, i):
+    return a[i % a.shape[0]] * 3.0
+
+
+@kernel
+def first_caller(a, n):
+    s = 0.0
+    for i in range(n):
+        s += leaf(a, i)
+    return s
+
+
+@kernel
+def second_caller(a, n):
+    s = 1.0
+    for i in range(n):
+        s += leaf(a, i)
+    return s
+
+
+compiled = []
+
+
+class Listener(event.Listener):
+    def on_start(self, ev):
+        compiled.append(ev.data["dispatcher"].py_func.__name__)
+
+    def on_end(self, ev):
+        pass
+
+
+event.register("numba:compile", Listener())
+caller = first_caller if sys.argv[1] == "first" else second_caller
+print(caller(np.arange(4.0), 10), ",".join(compiled))
+'''
+
+
+def test_a_kernel_compiled_against_a_cached_serial_callee_loads_it(tmp_path):
+    """A serial kernel compiled because another is being compiled is loaded from the cache when it
+    is there (so levels share their per-byte kernels' compiles across processes): here the second
+    caller, in a second process, compiles only itself."""
+    script = tmp_path / "kernels.py"
+    script.write_text(KERNELS_CALLING_A_SERIAL_ONE)
+    env = {**os.environ, "STATEMIX_CACHE_DIR": str(tmp_path / "cache")}
+    outputs = []
+    for caller in ("first", "second"):
+        done = subprocess.run([sys.executable, str(script), caller], capture_output=True, text=True, env=env,
+                              timeout=300)
+        assert done.returncode == 0, (caller, done.returncode, done.stderr[-500:])
+        outputs.append(done.stdout.split())
+    assert outputs == [["39.0", "first_caller,leaf"], ["40.0", "second_caller"]]
 
 
 def test_cm_without_the_ssm_compiles_stubs_in_place_of_the_ssm():

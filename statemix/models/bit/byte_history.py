@@ -41,7 +41,7 @@ def state_size(n: int) -> int:
     return 4 * n
 
 
-@kernel(inline=True)
+@kernel  # once per byte: a call (inlined, cm's loop took longer to compile)
 def byte_history_update(st, b0, n, table, entry_bits, hashes, idle, byte):
     """After ``byte``: update each context's entry with it, then read the new contexts' entries.
 

@@ -152,7 +152,7 @@ _ORDERS_TO_ORDER_1 = (2, 3, 4, 6, 0, 5, 0, 0, 8, 1)
 ORDERS = _ORDERS_TO_ORDER_1 + (0,) * (len(NAMES) - len(_ORDERS_TO_ORDER_1))
 
 
-@kernel(inline=True)
+@kernel  # once per byte: a call (inlined, cm's loop took longer to compile)
 def context_hash(kind, c4, c8, st, t0, r0, i0, aux, hist, hist_mask, pos):
     """The hash of context ``kind`` after a byte (see the table in the module docstring).
 
@@ -225,7 +225,7 @@ def context_hash(kind, c4, c8, st, t0, r0, i0, aux, hist, hist_mask, pos):
     return mix_hash(c4 & 0xFF00FF, 22 << 40)
 
 
-@kernel(inline=True)
+@kernel  # once per byte: a call (inlined, cm's loop took longer to compile)
 def _word_state_hash(kind, c4, st, t0, aux):
     """The contexts of the text state's LETTERS, OPENER, NAME, MARKUP, TOKEN, SENTENCE and EMPHASIS
     words, the last word's and the next word's (kinds 34-43)."""
@@ -259,7 +259,7 @@ def _word_state_hash(kind, c4, st, t0, aux):
     return mix_hash(wrapping_add(st[t0 + text.NAME], word), 54 << 40)
 
 
-@kernel(inline=True)
+@kernel  # once per byte: a call (inlined, cm's loop took longer to compile)
 def _shape_hash(kind, c4, st, t0, hist, hist_mask, pos):
     """The contexts of the text's shape: its byte classes and class runs (text CLASSES and RUNS), the
     line's first byte and the markup state, with the last bytes or words (kinds 44-56), and four more of
@@ -323,7 +323,7 @@ def is_structure(kind: int) -> bool:
     return 21 <= kind < instructions.FIRST_KIND
 
 
-@kernel(inline=True)
+@kernel  # once per byte: a call (inlined, cm's loop took longer to compile)
 def _structure_hash(kind, c1, width, hist, hist_mask, pos):
     """The record contexts of whole bytes (kinds 21-26; ``width``: the record length, 0 for none)."""
     above = record.back(hist, hist_mask, pos, width) if width > 0 else np.int64(0)

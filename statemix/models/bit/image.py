@@ -63,7 +63,7 @@ def _clamp(v):
     return min(max(v, np.int64(0)), np.int64(255))
 
 
-@kernel(inline=True)
+@kernel  # once per byte: a call (inlined, cm's loop took longer to compile)
 def gray_hash(kind, hist, hist_mask, pos, width, step):
     """The hash of 8-bit image context ``kind`` for the byte at ``pos`` (rows of ``width`` bytes,
     pixels of ``step`` bytes)."""

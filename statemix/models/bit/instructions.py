@@ -83,7 +83,7 @@ MODRM_1, IMMEDIATE_1, PREFIX = _one_byte_map()
 MODRM_2, IMMEDIATE_2 = _two_byte_map()
 
 
-@kernel(inline=True)
+@kernel  # once per byte: a call (inlined, cm's loop took longer to compile)
 def _bytes_of(code, s):
     """The immediate's size in bytes for size code ``code`` under the prefixes recorded in ``s``."""
     if code == IZ or (code == IV and not (s >> _REX_W) & 1):
@@ -97,12 +97,12 @@ def _bytes_of(code, s):
     return code if code <= IW_IB else 0  # NONE, IB, IW, IW_IB: 0-3 bytes
 
 
-@kernel(inline=True)
+@kernel  # once per byte: a call (inlined, cm's loop took longer to compile)
 def _with_phase(s, phase, left):
     return (s & ~(np.int64(7) << _PHASE) & ~(np.int64(15) << _LEFT)) | (phase << _PHASE) | (left << _LEFT)
 
 
-@kernel(inline=True)
+@kernel  # once per byte: a call (inlined, cm's loop took longer to compile)
 def _operands(s, left):
     """After the opcode, ModRM or SIB byte: ``left`` bytes of displacement and immediate follow."""
     if left > 0:
@@ -111,7 +111,7 @@ def _operands(s, left):
     return (opcode << _PREVIOUS) | opcode | (START << _PHASE)
 
 
-@kernel(inline=True)
+@kernel  # once per byte: a call (inlined, cm's loop took longer to compile)
 def _opcode(s, opcode, has_modrm, code):
     """After an instruction's last opcode byte."""
     t = (s & ~np.int64(0x1FF)) | opcode
@@ -120,7 +120,7 @@ def _opcode(s, opcode, has_modrm, code):
     return _operands(t, _bytes_of(code, t))
 
 
-@kernel(inline=True)
+@kernel  # once per byte: a call (inlined, cm's loop took longer to compile)
 def advance(s, byte):
     """The state word after ``byte`` (see the module docstring)."""
     phase = (s >> _PHASE) & 7
@@ -157,7 +157,7 @@ def advance(s, byte):
     return _operands(s, left - 1)
 
 
-@kernel(inline=True)
+@kernel  # once per byte: a call (inlined, cm's loop took longer to compile)
 def instruction_hash(kind, s, c1):
     """The hash of context ``kind`` (32 or 33) in state ``s`` after the byte ``c1``."""
     phase = (s >> _PHASE) & 7

@@ -82,7 +82,7 @@ def match_train(st, m0, counters, bit, lut):
         train(counters, st[m0 + SLOT], bit, LIMIT, lut)
 
 
-@kernel(inline=True)
+@kernel  # once per byte: a call (inlined, cm's loop took longer to compile)
 def match_update(st, m0, hist, mtable, hist_bits, pos, byte, key):
     """After ``byte`` was written at history position ``pos - 1``: extend, drop or find a match."""
     hist_mask = (np.int64(1) << hist_bits) - 1

@@ -105,7 +105,7 @@ SMOOTH = VOTES + MAX_RECORD
 AUX_SIZE = SMOOTH + MAX_RECORD
 
 
-@kernel(inline=True)
+@kernel  # once per byte: a call (inlined, cm's loop took longer to compile)
 def window(st, r0, hist, hist_mask, pos):
     """Set ``WINDOW`` for the byte at ``pos`` (after :func:`record_update` took the byte before it)."""
     width = st[r0 + LENGTH]
@@ -134,7 +134,7 @@ def _bit_length(n):
     return bits
 
 
-@kernel(inline=True)
+@kernel  # once per byte: a call (inlined, cm's loop took longer to compile)
 def record_update(st, r0, aux, a0, hist, hist_mask, pos, byte):
     """Take the byte at position ``pos`` (0-based; already in ``hist``) into the detector (nothing
     for a model without record contexts: nothing reads its length)."""
@@ -157,7 +157,7 @@ def record_update(st, r0, aux, a0, hist, hist_mask, pos, byte):
     st[r0 + LENGTH] = exact if exact != 0 else image
 
 
-@kernel(inline=True)
+@kernel  # once per byte: a call (inlined, cm's loop took longer to compile)
 def _image_rows(st, r0, aux, a0, hist, hist_mask, pos, byte, exact):
     """Revision 2: take the sample at ``pos`` into the sums; set ``IMAGE`` and ``PIXEL`` (see the
     module docstring; ``exact``: the record length the votes find at ``pos``, 0 for none)."""
@@ -192,7 +192,7 @@ def _image_rows(st, r0, aux, a0, hist, hist_mask, pos, byte, exact):
     st[r0 + PIXEL] = pixel if gray else 0
 
 
-@kernel(inline=True)
+@kernel  # once per byte: a call (inlined, cm's loop took longer to compile)
 def _vote(st, r0, aux, a0, pos, byte):
     """Count the vote, if any, of ``byte`` at ``pos`` for a record length (see the module docstring)."""
     seen = np.int64(aux[a0 + LAST + byte])

@@ -109,7 +109,7 @@ def word_position(classes, c1):
     return letters - 1 if letters > 0 else 8 + char_class(c1)
 
 
-@kernel(inline=True)
+@kernel  # once per byte: a call (inlined, cm's loop took longer to compile)
 def _markup(before, byte, c1):
     """The MARKUP word after ``byte`` (``before``: the word before it; ``c1``: the byte before it)."""
     state = before
@@ -137,7 +137,7 @@ def _markup(before, byte, c1):
     return (state & 15) | (depth << 4)
 
 
-@kernel(inline=True)
+@kernel  # once per byte: a call (inlined, cm's loop took longer to compile)
 def text_update(st, t0, aux, pos, byte, c1, c2):
     """Advance the text state after ``byte`` (at history position ``pos - 1``; ``c1``, ``c2``: the two
     bytes before it)."""

@@ -93,7 +93,8 @@ from ..steps import timed_steps
 from ..tokenloop import STAGE_MIXED, STAGE_QUANTIZED, STAGE_SSM
 from .configuration import Config, config_for_level
 from .loop import (ABLATE, ABLATE_APMS, ABLATE_INPUTS, ABLATED, AUX_SIZE, STAGE_NODES, STAGE_NODES_MIXER, STAGE_ROWS,
-                   STATE_MAP_BASE, X86_BLOCK, Tables, fixed_loop, fixed_shape, new_state, run_range, run_range_no_ssm)
+                   STATE_MAP_BASE, X86_BLOCK, Tables, coding, fixed_loop, fixed_shape, new_state, run_range,
+                   run_range_no_ssm)
 
 __all__ = ["MODEL_ID", "Config", "Model", "config_for_level"]
 
@@ -103,6 +104,8 @@ MODEL_ID = 1
 #: generic loop's in about 0.7 times the time (bench/RESULTS.md); any record of that shape uses it
 LEVEL1_SHAPE = fixed_shape(config_for_level(1, None))
 run_range_level1 = fixed_loop(LEVEL1_SHAPE, "level1")
+#: each loop's copy for coding, without the stage tracer (:func:`.loop.coding`)
+_CODING = {loop: coding(loop) for loop in (run_range, run_range_no_ssm, run_range_level1)}
 
 #: attributes that are configuration or shared read-only tables, not state (see :meth:`Model.snapshot`)
 _CONSTANT = frozenset({"config", "spec", "lut", "_sink", "_stage_sink", "_loop"})
@@ -200,12 +203,13 @@ class Model:
         source = self.source.arrays() if self.source is not None else _no_source()
         uses_ssm = self._loop is run_range
         staging = self._stage_sink is not None and mode == ENCODE
+        loop = self._loop if staging else _CODING[self._loop]
         # the SSM source runs on one thread inside cm's byte loop: measured not to pay before the
         # SIMD backward pass, not measured since (--model ssm's byte models now use every thread)
         with threads_at_most(1) if uses_ssm else contextlib.nullcontext():
             for start, end in timed_steps(n, STEP_BYTES_STAGES if staging else STEP_BYTES_MOST):
                 stages = np.zeros((end - start, STAGE_ROWS, 256), dtype=np.float32) if staging else _NO_STAGES
-                self._loop(mode, data, coded, self.rc, self.state, tables, source, trace, stages, start, end)
+                loop(mode, data, coded, self.rc, self.state, tables, source, trace, stages, start, end)
                 if staging:
                     self._stage_sink(self._stage_step(data, start, end, stages))
                 if progress is not None:

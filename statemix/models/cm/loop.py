@@ -366,6 +366,18 @@ def run_range(mode, data, coded, rc, st, tb, src, trace, stages, start, end):
             source_learn(src, st[HIST4] & 0xFF)
 
 
+@kernel
+def _no_stage_row(st, tb, src, out):
+    """:func:`_stage_row` in the coding loops (:func:`coding`), which are never given stage rows."""
+
+
+def coding(loop):
+    """``loop`` compiled with :func:`_no_stage_row` for its stage tracer: the loop that codes, whose
+    first compile then leaves out the tracer (about a fifth of it); the tracing loop compiles only
+    when diagnostics ask for stages.  The same bits."""
+    return variant(loop, "coding", _stage_row=_no_stage_row)
+
+
 #: :func:`run_range` for a model without the SSM (no source, or the count models' source): the same
 #: loop, compiled without the SSM's passes (half the compiling; .tokenloop's variants say why)
 run_range_no_ssm = variant(run_range, "no_ssm", source_begin=source_begin_no_ssm, source_learn=source_learn_no_ssm)
