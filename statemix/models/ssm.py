@@ -39,7 +39,7 @@ from dataclasses import replace
 import numpy as np
 
 from .._errors import StatemixError
-from .._jit import threads_at_most
+from .._jit import announce, threads_at_most
 from .._varint import encode_varint, read_varint
 from ..coder import dec_init, enc_finish, enc_init, new_state
 from ..tokenizer import SPLIT_WORDS, Vocabulary, default_merges
@@ -55,6 +55,8 @@ from .nn import Network
 from .ssm_config import (BLOCK_SIZE_MAX, MAX_BPE_MERGES, PRESETS, TOK_BPE, TOK_IDS, Config,  # noqa: F401
                          config_for_level)
 from .tokenloop import STAGE_MIXED, STAGE_QUANTIZED, STAGE_SSM, run_range
+
+announce(run_range, "the ssm model's loop", 240)  # seconds of its first compile (bench/RESULTS.md)
 
 MODEL_ID = 2
 PARALLEL_MIN_VOCAB = 256  # smaller vocabularies run on one thread (output is the same at any count)

@@ -81,7 +81,7 @@ import functools
 
 import numpy as np
 
-from ..._jit import threads_at_most
+from ..._jit import announce, threads_at_most
 from ...coder import dec_init, enc_finish, enc_init
 from ...coder import new_state as new_coder_state
 from .._snapshot import put_back, take
@@ -106,6 +106,19 @@ LEVEL1_SHAPE = fixed_shape(config_for_level(1, None))
 run_range_level1 = fixed_loop(LEVEL1_SHAPE, "level1")
 #: each loop's copy for coding, without the stage tracer (:func:`.loop.coding`)
 _CODING = {loop: coding(loop) for loop in (run_range, run_range_no_ssm, run_range_level1)}
+
+
+def _announce_compiles() -> None:
+    """Name each loop, and its seconds of compiling, for the announcement of its first compile (first
+    run, empty cache, on this project's 2-core test machine: bench/RESULTS.md)."""
+    for loop, what, coding_seconds, tracing_seconds in (
+            (run_range_level1, "cm's level-1 loop", 20, 30), (run_range_no_ssm, "cm's level-2 loop", 35, 50),
+            (run_range, "cm's level-3 loop (with the SSM)", 300, 330)):
+        announce(_CODING[loop], what, coding_seconds)
+        announce(loop, f"{what} with its stage tracer", tracing_seconds)
+
+
+_announce_compiles()
 
 #: attributes that are configuration or shared read-only tables, not state (see :meth:`Model.snapshot`)
 _CONSTANT = frozenset({"config", "spec", "lut", "_sink", "_stage_sink", "_loop"})
