@@ -21,6 +21,9 @@ import statemix
 from statemix.models import ssm
 from determinism_probe import probe_originals, probe_streams
 
+#: the module's tests share a costly module fixture: one test worker runs them all (pytest -n)
+pytestmark = pytest.mark.xdist_group("determinism")
+
 HERE = Path(__file__).resolve().parent
 
 #: sha256 of determinism_probe.probe_streams(); a change here is a change of format or arithmetic

@@ -16,6 +16,9 @@ from conftest import text_sample
 distributed = pytest.importorskip("distributed")
 import statemix.distributed as smx_distributed  # noqa: E402
 
+#: the module's tests share a costly module fixture: one test worker runs them all (pytest -n)
+pytestmark = pytest.mark.xdist_group("distributed")
+
 SEGMENT = 1 << 18
 DATA = text_sample(6 * SEGMENT + 1234, seed=31)
 

@@ -33,6 +33,9 @@ import numba  # after statemix: statemix._jit sets numba's environment (cache di
 from conftest import config_with, text_sample
 from determinism_probe import bpe_input, bpe_stream
 
+#: the module's tests share a costly module fixture: one test worker runs them all (pytest -n)
+pytestmark = pytest.mark.xdist_group("threads")
+
 #: 5 head blocks of HEAD_BLOCK tokens (the last one partial); the default preset's sizes otherwise:
 #: 32-token chunks, width 32, 64 channels in 4 scan blocks of 16
 V = ssm.PARALLEL_MIN_VOCAB + 904
