@@ -19,10 +19,19 @@ on any machine (see the project's determinism notes):
   helper, or a kernel it calls) would otherwise be loaded stale: wrong output, or a crash.  Older
   fingerprints' subdirectories are removed once unused for a week.  The chosen base is exported as
   ``$STATEMIX_CACHE_DIR``, so that processes started from this one share its kernels.  When no
-  directory can be written, kernels are compiled without a cache rather than failing.  A kernel is
-  loaded from the cache only when asked for from Python, never while another kernel is compiled
-  against it (:class:`_CacheForTopLevel`: numba's entries compiled against a cached parallel callee
-  crash).
+  directory can be written, kernels are compiled without a cache rather than failing.  A kernel that
+  is parallel or calls one is loaded from the cache only when asked for from Python, never while
+  another kernel is compiled against it (:class:`_CacheForTopLevel`: numba's entries compiled
+  against a cached parallel callee crash); serial kernels load either way, so cm's loops of
+  several levels share their per-byte kernels.
+- A kernel called from another is compiled once for the types of its arguments, never once per
+  constant it is given (numba would type a literal argument as that value: ``mix_hash`` was
+  compiled 61 times, once per salt).  Its arithmetic wraps where it must (``hashing.wrapping_add``),
+  so a constant folded in or not gives the same bits.
+- The first compile of each announced kernel (:func:`announce`: cm's and the ssm model's loops,
+  the ones that take seconds) is an INFO message of the "statemix" logger before it starts, naming
+  it with its seconds of compiling; the command line prints it on standard error, and with ``-v``
+  on a terminal counts the seconds (:func:`compile_elapsed`).
 - ``parallel=True`` is allowed only where a kernel's ``prange`` runs over independent outputs; the
   thread count (``-T``) therefore changes speed, never a bit of output.
 - numba's reference counting of arrays (its runtime, NRT) is off unless a kernel says it allocates
@@ -189,7 +198,8 @@ def callees(dispatchers) -> list:
 
 
 def _counting_compiles(dispatcher):
-    """Make ``dispatcher`` count, in _COMPILING, the compiles it is in (see _CacheForTopLevel)."""
+    """Make ``dispatcher`` count, in _COMPILING, the compiles it is in (see _CacheForTopLevel), and
+    compile one signature per argument types for its calls from other kernels (no literal types)."""
     compile_ = dispatcher.compile
 
     @functools.wraps(compile_)
