@@ -73,6 +73,8 @@ def main() -> None:
     parser.add_argument("--out", default="statemix/models/pretrained/ssm-v1.bin")
     parser.add_argument("--provenance", default=str(Path(__file__).with_name("pretrained-provenance.json")))
     parser.add_argument("--checkpoint-s", type=float, default=120.0)
+    parser.add_argument("--init", help="start from these float32 weights (.npy) instead of the random init")
+    parser.add_argument("--offset", type=int, default=0, help="start reading the corpus at this byte")
     parser.add_argument("--stop-after-s", type=float, default=0.0, help="stop (checkpointed) after this long")
     args = parser.parse_args()
 
@@ -91,6 +93,9 @@ def main() -> None:
     acts, grads = net.acts, net.grads
     step, seen_loss = 0, 0.0
     prev = 0  # the byte before the chunk (0 at the very start)
+    if args.init:
+        net.P[:] = np.load(args.init)
+        refresh_a(net.P, net.off, net.sz, net.Aneg)
     if ckpt.exists():
         state = np.load(ckpt)
         assert str(state["corpus_sha"]) == corpus_sha, "checkpoint of another corpus"
@@ -118,7 +123,7 @@ def main() -> None:
     last_ckpt = start
     window_loss, window_bytes, norm = 0.0, 0, 0.0
     while step < total_steps:
-        pos = (step * T) % n
+        pos = (args.offset + step * T) % n
         if pos + T > n:  # wrap around: the next pass starts again from the corpus's start
             pos = 0
         tout[:] = corpus[pos:pos + T]
@@ -165,7 +170,7 @@ def main() -> None:
                                     d_state=config.d_state, conv=config.conv, layers=config.layers),
                   corpus_sha256=corpus_sha, corpus_bytes=int(n),
                   training=dict(bytes=step * T, steps=step, chunk=T, lr=args.lr, lr_end=args.lr_end,
-                                warmup=args.warmup, clip=args.clip, schedule="linear warm-up, cosine decay",
+                                warmup=args.warmup, clip=args.clip, init=args.init, offset=args.offset, schedule="linear warm-up, cosine decay",
                                 tool="statemix.models.nn kernels (serial twins), one thread"),
                   made_by="python data/pretrain.py " + " ".join(
                       f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k not in ("provenance",)))
