@@ -2,8 +2,9 @@
 
     PYTHONPATH=. taskset -c 1 python bench/pretrain_share.py MODE FILE...
 
-MODE: ``pretrained`` (level 3, the SSM started from $STATEMIX_PRETRAINED, see
-statemix/models/nn/pretrained.py), ``random`` (level 3 as it is: the SSM from its random
+MODE: ``pretrained`` (level 3, the SSM started from the weight file $STATEMIX_PRETRAINED, see
+statemix/models/nn/pretrained.py, online learning rate $STATEMIX_PRETRAINED_LR if set: this process
+patches the source's constructor, so its streams decode only here), ``random`` (level 3 as it is: the SSM from its random
 initialisation), ``nossm`` (level 3 with its byte-distribution source replaced by source 1, the
 count models alone, as level 2 has it; level 3's tables otherwise).  Every stream is decompressed
 and compared.  Prints one JSON line per file (bytes of the whole stream, bits per byte, times, the
@@ -27,6 +28,19 @@ elif mode == "random":
     os.environ.pop("STATEMIX_PRETRAINED", None)
 elif mode == "pretrained":
     assert os.environ.get("STATEMIX_PRETRAINED"), "set STATEMIX_PRETRAINED"
+    from statemix.models.bit import distribution
+    from statemix.models.nn import pretrained
+
+    plain_init = distribution.Source.__init__
+
+    def pretrained_init(self, *args, **kwargs):
+        plain_init(self, *args, **kwargs)
+        if self.uses_ssm:
+            weights = pretrained.load(os.environ["STATEMIX_PRETRAINED"], self.model.model_config)
+            rate = os.environ.get("STATEMIX_PRETRAINED_LR")
+            pretrained.start_from(self.model.network, weights, float(rate) if rate else None)
+
+    distribution.Source.__init__ = pretrained_init
 else:
     raise SystemExit(f"unknown mode {mode}")
 for path in sys.argv[2:]:

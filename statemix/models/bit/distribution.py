@@ -77,9 +77,6 @@ class Source:
 
     def __init__(self, source: int, table_bits: int, slots: int = SLOTS):
         self.model = SsmModel(source_config(source, table_bits, slots))
-        if self.model.model_config.use_ssm:  # experiment (issue 49): $STATEMIX_PRETRAINED
-            from ..nn.pretrained import apply_from_environment
-            apply_from_environment(self.model.network, self.model.model_config)
         self.ex = np.zeros(256, dtype=np.float32)
         self.freqs = np.zeros(256, dtype=np.int32)
         self.lanes = np.zeros(LANES, dtype=np.float32)

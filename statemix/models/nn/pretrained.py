@@ -1,4 +1,4 @@
-"""Pretrained SSM weights: a file format and the experiment that starts cm's SSM from them (issue 49).
+"""Pretrained SSM weights: their file format, and starting a network from them.
 
 File (little-endian)::
 
@@ -10,16 +10,14 @@ File (little-endian)::
 
 Dequantization is numpy float32 arithmetic (one product per value): the same bits everywhere.
 
-Experiment only (branch ``pretrain``): with ``STATEMIX_PRETRAINED=PATH`` in the environment, every
-byte-distribution source with an SSM (:class:`statemix.models.bit.distribution.Source`) starts from
-the weights in PATH instead of its random initialisation, still trained online; the stream does not
-record it, so the decoder needs the same environment.  ``STATEMIX_PRETRAINED_LR`` (optional) sets
-the online learning rate (lr and lr_min) of that SSM.
+No stream uses them yet: a model record that names a weight file (its id and sha256) is to come with
+the pretrained SSM in the default (issue 49).  bench/pretrain_share.py measures what they are worth
+by starting cm's SSM source from them (:func:`start_from`) in its own process; data/pretrain.py
+writes them.
 """
 
 from __future__ import annotations
 
-import os
 import struct
 
 import numpy as np
@@ -102,20 +100,18 @@ def load(path, config) -> np.ndarray:
     return P
 
 
-def apply_from_environment(network, config) -> bool:
-    """Start ``network`` (a :class:`.network.Network` of ``config``) from ``$STATEMIX_PRETRAINED`` if set."""
-    path = os.environ.get("STATEMIX_PRETRAINED")
-    if not path:
-        return False
+def start_from(network, P: np.ndarray, learning_rate: float | None = None) -> None:
+    """Put the parameters ``P`` into ``network`` (a :class:`.network.Network` of their architecture),
+    in the weights its coding pass reads too; ``learning_rate``: its online rate from then on (lr
+    and lr_min), else the configuration's."""
     from .layout import H_LR, H_LR_MIN
     from .train import refresh_a
-    network.P[:] = load(path, config)
+
+    network.P[:] = P
     refresh_a(network.P, network.off, network.sz, network.Aneg)
     if network.Pc.shape[0]:
         network.Pc[:] = network.P
         network.Ac[:] = network.Aneg
-    lr = os.environ.get("STATEMIX_PRETRAINED_LR")
-    if lr:
-        network.hy[H_LR] = np.float32(float(lr))
-        network.hy[H_LR_MIN] = np.float32(float(lr))
-    return True
+    if learning_rate is not None:
+        network.hy[H_LR] = np.float32(learning_rate)
+        network.hy[H_LR_MIN] = np.float32(learning_rate)
