@@ -271,10 +271,10 @@ def serial_twin(parallel_kernel):
     return kernel(_copy(parallel_kernel, "serial", {}), allocates=counts_references(parallel_kernel))
 
 
-def variant(base, suffix: str, **replaced):
+def variant(base, suffix: str, *, inline: bool | None = None, **replaced):
     """``base`` compiled once more with some of the kernels it calls replaced (by keyword: the name
     it calls, the kernel to call instead), or some of the constants it reads, with ``base``'s own
-    options.
+    options (``inline``: inlined into its callers or not, if that differs).
 
     For a path that a runtime flag never takes in some callers but that numba compiles anyway: cm's
     loop without the SSM compiles no SSM training (about 190 of its 380 s of compiling), by calling
@@ -285,8 +285,10 @@ def variant(base, suffix: str, **replaced):
     missing = [name for name in replaced if name not in base.py_func.__globals__]
     if missing:
         raise NameError(f"{base.py_func.__qualname__} reads no global {missing}")
+    if inline is None:
+        inline = base.targetoptions.get("inline") == "always"
     return kernel(_copy(base, suffix, replaced), parallel=bool(base.targetoptions.get("parallel")),
-                  inline=base.targetoptions.get("inline") == "always", allocates=counts_references(base))
+                  inline=inline, allocates=counts_references(base))
 
 
 def counts_references(dispatcher) -> bool:

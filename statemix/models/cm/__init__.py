@@ -113,7 +113,7 @@ def _announce_compiles() -> None:
     run, empty cache, on this project's 2-core test machine: bench/RESULTS.md)."""
     for loop, what, coding_seconds, tracing_seconds in (
             (run_range_level1, "cm's level-1 loop", 20, 30), (run_range_no_ssm, "cm's level-2 loop", 35, 50),
-            (run_range, "cm's level-3 loop (with the SSM)", 300, 330)):
+            (run_range, "cm's level-3 loop (with the SSM)", 240, 260)):
         announce(_CODING[loop], what, coding_seconds)
         announce(loop, f"{what} with its stage tracer", tracing_seconds)
 
