@@ -232,6 +232,7 @@ class Decompressor(Unpicklable):
         self._output = bytearray()
         self._model = None
         self._learns_other_blocks = False
+        self._version = container.FORMAT_VERSION
         self._length = 0
         self._crc = 0
         self._starved = True
@@ -277,12 +278,15 @@ class Decompressor(Unpicklable):
                 spec, version, used = container.read_versioned_header(self._input)
                 self._model = build_model(spec, memory_limit=self._memory_limit)
                 self._learns_other_blocks = version == 1
+                self._version = version
                 del self._input[:used]
                 return True
-            header = container.read_block_header(self._input, 0)
+            header = container.read_block_header(self._input, 0, self._version)
             if header is None:
                 self._finish()
                 return True
+            if self._version >= 3 and header.kind in container.MODELLED_KINDS:
+                container.check_block_bound(header, getattr(self._model, "max_raw_length", None))
             end = header.size + header.payload_length
             if len(self._input) < end:
                 return False

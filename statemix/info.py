@@ -85,7 +85,7 @@ def read_info(fp) -> list[StreamInfo]:
         source.skip(used)
         stream = StreamInfo(spec, version, offset=start)
         while True:
-            header = source.parse(lambda buf: container.read_block_header(buf, 0))
+            header = source.parse(lambda buf: container.read_block_header(buf, 0, version))
             if header is None:
                 break
             source.skip(header.size + header.payload_length)
