@@ -365,6 +365,7 @@ class StreamsDecompressor(Unpicklable):
         self._stream = None
         self._done = 0  # uncompressed bytes of the finished streams
         self._consumed = 0  # compressed bytes of the current stream so far
+        self._offset = sum(s.compressed for s in preceding)  # bytes of the finished streams and indexes
         self._segments: list[container.Segment] = list(preceding)  # since the last seek index
         self.streams = 0
 
@@ -392,6 +393,10 @@ class StreamsDecompressor(Unpicklable):
         """Begin the next stream, or take a seek index; False when more input is needed."""
         while self._input:
             if bytes(self._input[:4]) != container.INDEX_MAGIC[: len(self._input[:4])]:
+                if self.streams and bytes(self._input[:4]) != container.MAGIC[: len(self._input[:4])]:
+                    from .info import trailing_junk
+
+                    raise StatemixError(trailing_junk(self._offset))
                 done = self._done
                 progress = None if self._progress is None else (lambda n: self._progress(done + n))
                 self._stream = Decompressor(progress=progress, **self._options)
@@ -405,12 +410,14 @@ class StreamsDecompressor(Unpicklable):
             if not container.index_lists(segments, self._segments):
                 raise StatemixError("corrupt stream: the seek index does not match the streams")
             del self._input[:used]
+            self._offset += used
             self._segments = []
         return False
 
     def _end_of_stream(self) -> None:
         rest = self._stream.unused_data
         self._segments.append(container.Segment(self._consumed - len(rest), self._stream.length, self._stream.crc))
+        self._offset += self._consumed - len(rest)
         self._done += self._stream.length
         self._input += rest
         self._stream = None
