@@ -16,6 +16,10 @@
 
 - An output named through a symbolic link to a regular file replaces that file (the link stays),
   as writing through the link would.
+- While a process writes an output file, it holds the output's name (Linux: an abstract unix
+  socket named after its full path, which vanishes with the process, even after SIGKILL, and leaves
+  nothing in any folder): a second process writing the same output is refused before it starts its
+  work, not after it.  The hidden temporary name is shortened to fit a file name's 255 bytes.
 
 The output's permissions: those of the input when it is a regular file (its read, write and execute
 bits, never setuid, setgid or sticky; and its times), else 0666 minus the umask, as for any new

@@ -15,7 +15,11 @@ modelled after the x86 transform (block kind "modelled x86", or a learned x86 ki
 learns the transformed bytes.
 
 :class:`Decompressor` reads one stream, in any pieces, and releases a block's data only after its
-CRC32 matched.  Before building a model it checks the model's memory bound against ``memory_limit``.
+CRC32 matched.  Before building a model it checks the model's memory bound against ``memory_limit``;
+before decoding a block, that its payload can hold the length it claims (``container.max_raw_length``:
+format 3 checks modelled blocks against the model's bound too, and stops a model whose decoder reads
+past the end of its code word within a step), so a forged length costs work in proportion to the
+bytes of the stream, never to the length it claims.
 
 Both take ``progress``, a callable given the number of uncompressed bytes processed so far; the model
 calls it between steps of at most about 0.1 s, so a progress bar moves and an exception raised from it
@@ -80,6 +84,26 @@ def _reporter(progress, base: int):
     if progress is None:
         return None
     return lambda done: progress(base + done)
+
+
+def _within_code_word(model, length: int, report):
+    """``report``, checking first, after every model step, that the decoder has not read past the end
+    of a whole code word of ``length`` bytes (format 3): its coder reads at most ``length + 6`` bytes
+    (7 at the start, then one for each byte the encoder wrote after its first), so a code word that
+    ran out is corrupt, and the decoder stops within a step (about 0.1 s) instead of decoding the
+    rest of the block from zeros.  Models keep their coder state as ``rc`` (statemix.coder)."""
+    from .coder import POS
+
+    state = getattr(model, "rc", None)
+    if state is None:
+        return report
+
+    def checked(done: int) -> None:
+        if state[POS] > length + 6:
+            raise StatemixError("corrupt stream: a modelled block's code word ended before its data")
+        if report is not None:
+            report(done)
+    return checked
 
 
 class Unpicklable:
@@ -313,6 +337,8 @@ class Decompressor(Unpicklable):
         if header.kind in container.MODELLED_KINDS:
             from . import x86
 
+            if self._version >= 3:
+                report = _within_code_word(self._model, len(payload), report)
             if header.kind == container.MODELLED:
                 return self._model.decode(payload, header.raw_length, progress=report)
             return x86.decode(self._model.decode(payload, header.raw_length, progress=report, x86=True), self._length)

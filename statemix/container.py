@@ -58,8 +58,8 @@ stream can ask for is proportional to its size, never to the lengths it claims:
 - stored kinds: the raw length is P (the payload is the data).
 - zstandard kinds: a frame is a header of at least 6 bytes (magic, descriptor, window or size) and
   blocks of at least 4 bytes (3 of block header and one of content: an RLE block), each of at most
-  128 KiB, so raw <= (P // 4) * 128 KiB (ZSTD_BYTES_PER_PAYLOAD_BYTE = 32,768); a frame that declares
-  its content size must declare the raw length.
+  128 KiB (ZSTD_BLOCK_MAX), so raw <= (P // 4) * 128 KiB, 32,768 bytes per payload byte; a frame that
+  declares its content size must declare the raw length.
 - modelled kinds: the coder's probability floor.  Coding a symbol of frequency f out of 2**t
   multiplies the coder's range by at most f / 2**t, and each byte of code word written lets the
   range grow by 2**8 at most, from at most 2**56 down to at least 2**48 (statemix.coder), so a code
@@ -75,6 +75,12 @@ stream can ask for is proportional to its size, never to the lengths it claims:
   once its vocabulary is read, before any token is decoded).
 - learned kinds: their payload is stored or zstandard, bounded as above; the model then learns at
   most that many bytes.
+
+The floor is what an adversary who runs the model can reach; a payload that does not follow the
+model's most probable path runs out sooner.  A decoder of a whole code word of P bytes reads at most
+P + 6 bytes (7 at the start, then one for each byte the encoder wrote after its first), so a format 3
+decoder stops with an error, within one model step (about 0.1 s), once it has read more: a forged
+block costs at most the model work its payload pays for, never the length it claims.
 
 Older versions.  Version 2 has a 1-byte header check (the low byte of the CRC32 of the header
 bytes before it) where version 3 has the CRC32, and trims the trailing zero bytes of its code words
@@ -128,7 +134,7 @@ ARITHMETIC_VERSION = 1
 FIRST_BLOCK = 1 << 14
 BLOCK_SIZE = 1 << 20
 MAX_BLOCK = 1 << 20  # every writer cut its blocks at BLOCK_SIZE (1 MiB): longer ones are refused
-ZSTD_BYTES_PER_PAYLOAD_BYTE = 1 << 15  # 128 KiB per zstandard block of at least 4 bytes
+ZSTD_BLOCK_MAX = 1 << 17  # a zstandard block holds at most 128 KiB and takes at least 4 bytes
 CM_BYTES_PER_PAYLOAD_BYTE = 45_427  # > 65536 ln 2: see "What a payload can hold"
 END, MODELLED, STORED, ZSTANDARD, MODELLED_X86 = 0, 1, 2, 3, 4
 ZSTANDARD_LEARNED, ZSTANDARD_LEARNED_X86, STORED_LEARNED, STORED_LEARNED_X86 = 5, 6, 7, 8
@@ -243,7 +249,7 @@ def max_raw_length(kind: int, payload_length: int, model_bound=None) -> int | No
     if kind in STORED_KINDS:
         return payload_length
     if kind in ZSTANDARD_KINDS:
-        return (payload_length // 4) * ZSTD_BYTES_PER_PAYLOAD_BYTE
+        return (payload_length // 4) * ZSTD_BLOCK_MAX  # 4 bytes at least per block of at most 128 KiB
     return None if model_bound is None else model_bound(payload_length)
 
 
