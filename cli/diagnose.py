@@ -12,6 +12,7 @@ from .main import compile_notices
 
 def _table(report) -> str:
     cal = report.calibration
+    modelled = report.input_bytes - report.unmodelled_bytes
     rows = [
         ("input", f"{report.input_bytes:,} bytes"),
         ("model", report.model),
@@ -19,7 +20,9 @@ def _table(report) -> str:
         ("header bytes", f"{report.header_bytes:,} (stream bytes outside block payloads)"),
         ("ideal code length", f"{report.ideal_bits / 8:,.1f} bytes (sum of -log2 p over coded events)"),
         ("coder overhead", f"{100 * report.coder_overhead:+.4f}% (modelled blocks, vs. ideal)"),
-        ("events", f"{cal.events:,} binary decisions ({cal.events / max(report.input_bytes, 1):.1f} per byte)"),
+        ("events", f"{cal.events:,} binary decisions ({cal.events / max(modelled, 1):.1f} per modelled byte)"),
+        ("not modelled", f"{report.unmodelled_bytes:,} bytes (stored or zstandard blocks: no events; the "
+         "learning curve counts them at their cost)"),
         ("bits per event", f"{cal.nll_bits:.5f} cross-entropy, {cal.entropy_bits:.5f} predicted entropy"
          f" ({'over' if cal.entropy_bits < cal.nll_bits else 'under'}-confident by "
          f"{abs(cal.nll_bits - cal.entropy_bits):.5f})"),

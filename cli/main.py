@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+from decimal import Decimal
 import os
 import re
 import signal
@@ -228,7 +229,7 @@ def _progress(total: int | None, name: str, enabled: bool):
         width, height = size.columns or 80, size.lines or 24
     except (OSError, ValueError):
         width, height = 80, 24
-    return tqdm(total=total, desc=name, unit="B", unit_scale=True, unit_divisor=1024, ncols=width,
+    return tqdm(total=total, desc=_escape(name), unit="B", unit_scale=True, unit_divisor=1024, ncols=width,
                 nrows=height, disable=not enabled, leave=False, file=sys.stderr)
 
 
@@ -312,8 +313,10 @@ def _target_name(path: str, decompress: bool, suffix: str, output: str | None) -
         if path.endswith(suffix):
             raise Problem(f"{path}: already has {suffix} suffix, skipping", EXIT_WARNING)
         return path + suffix
-    if not path.endswith(suffix) or len(path) == len(suffix):
+    if not path.endswith(suffix):
         raise Problem(f"{path}: unknown suffix, skipping (use -c or -o)")
+    if os.path.basename(path) == suffix:
+        raise Problem(f"{path}: no file name before the {suffix} suffix, skipping (use -c or -o)")
     return path[: -len(suffix)]
 
 
@@ -401,7 +404,11 @@ def _process(path: str, opts: dict) -> None:
         now = os.stat(path)
         if not os.path.samestat(now, opened):  # renamed, or replaced meanwhile
             raise Problem(f"{path}: not the file that was read any more, not removed")
-        os.unlink(path)
+        try:
+            os.unlink(path)
+        except OSError as exc:
+            raise Problem(f"{path}: cannot remove the input (its output was written): "
+                          f"{exc.strerror or exc}") from None
 
 
 def _list(paths: list[str], verbose: bool) -> int:
@@ -428,7 +435,7 @@ def _list(paths: list[str], verbose: bool) -> int:
             _say(str(exc))
             status = max(status, exc.status)
             continue
-        packed = sum(s.compressed_size for s in streams)
+        packed = sum(s.compressed_size + s.index_size for s in streams)  # the whole file, as xz -l
         unpacked = sum(s.uncompressed_size for s in streams)
         ratio = f"{packed / unpacked:.3f}" if unpacked else "---"
         blocks = sum(len(s.blocks) for s in streams)
@@ -439,25 +446,31 @@ def _list(paths: list[str], verbose: bool) -> int:
                 click.echo(f"    stream {number}: format {s.version}, {s.model.describe()}, crc32 {s.crc32:08x}; "
                            f"blocks: {kinds or 'none'}")
             if indexed := sum(s.indexed for s in streams):
-                click.echo(f"    seek index: {indexed} segments")
+                click.echo(f"    seek index: {indexed} segments, {sum(s.index_size for s in streams)} bytes")
     return status
 
 
-_SIZE = re.compile(r"(\d+)\s*(|k|kib|m|mib|g|gib)", re.IGNORECASE)
+_SIZE = re.compile(r"(\d+(?:\.\d*)?|\.\d+)\s*(|b|k|ki|kb|kib|m|mi|mb|mib|g|gi|gb|gib)", re.IGNORECASE)
 
 
 def _size_option(value: str | None, zero: int | None) -> int | None:
-    """SIZE: bytes, or KiB/MiB/GiB (also K, M, G); ``zero`` stands for 0 (None: 0 is refused)."""
+    """SIZE: bytes, or with a suffix K, KB, KiB, M, MB, MiB, G, GB, GiB (any case, all powers of
+    1024, as xz and zstd take them), with decimals ("1.5GiB", rounded down to whole bytes);
+    ``zero`` stands for 0 (None: 0 is refused)."""
     if value is None:
         return None
     match = _SIZE.fullmatch(value.strip())
     if match is None:
-        raise click.BadParameter(f"{value!r} is not a size such as 800MiB or 2GiB")
-    number, unit = int(match.group(1)), match.group(2).lower()
-    size = number << {"": 0, "k": 10, "kib": 10, "m": 20, "mib": 20, "g": 30, "gib": 30}[unit]
-    if size == 0 and zero is None:
-        raise click.BadParameter("must be more than 0")
-    return size or zero
+        raise click.BadParameter(f"{value!r} is not a size such as 800MiB, 1.5GiB or 64KB")
+    number, unit = Decimal(match.group(1)), match.group(2).lower()
+    size = int(number * (1 << {"": 0, "b": 0, "k": 10, "m": 20, "g": 30}[unit[:1]]))
+    if number == 0:
+        if zero is None:
+            raise click.BadParameter("must be more than 0")
+        return zero
+    if size == 0:
+        raise click.BadParameter(f"{value!r} is less than one byte")
+    return size
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -504,6 +517,10 @@ def main(files, mode, to_stdout, output, keep, remove, force, quiet, verbose, th
         raise click.UsageError("--keep and --rm contradict each other")
     if output is not None and len(paths) != 1:
         raise click.UsageError("-o/--output takes exactly one input file")
+    if output is not None and to_stdout:
+        raise click.UsageError("-c/--stdout and -o/--output contradict each other")
+    if output == "":
+        raise click.UsageError("-o/--output: empty file name")
     if not suffix or "/" in suffix:
         raise click.UsageError("invalid suffix")
     import statemix
@@ -567,7 +584,35 @@ def run(argv: list[str] | None = None) -> None:
     except BrokenPipeError:
         sys.stderr.close()
         status = EXIT_ERROR
+    except OSError as exc:  # writing standard output: a version, the help, a list, a report
+        status = _stdout_failed(exc)
     finally:
         for number, handler in previous.items():
             signal.signal(number, handler)
+    try:
+        if sys.stdout is not None:
+            sys.stdout.flush()
+    except BrokenPipeError:
+        status = EXIT_ERROR
+        _drop_stdout()
+    except OSError as exc:
+        status = _stdout_failed(exc)
     sys.exit(status or 0)
+
+
+def _drop_stdout() -> None:
+    """Point standard output at /dev/null, so that what is still buffered for it cannot fail again
+    when the interpreter exits (a second message, or a traceback)."""
+    try:
+        null = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(null, sys.stdout.fileno())
+        os.close(null)
+    except (OSError, ValueError, AttributeError):
+        pass
+
+
+def _stdout_failed(exc: OSError) -> int:
+    """Report that standard output could not be written (full disk, /dev/full), in one line."""
+    _say(f"(stdout): cannot write: {exc.strerror or exc}")
+    _drop_stdout()
+    return EXIT_ERROR

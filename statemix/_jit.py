@@ -17,7 +17,8 @@ on any machine (see the project's determinism notes):
   fingerprint of statemix's whole source (:func:`source_fingerprint`).  numba's own cache checks
   only the file that defines a kernel, so a kernel whose callee in another file changed (an inlined
   helper, or a kernel it calls) would otherwise be loaded stale: wrong output, or a crash.  Older
-  fingerprints' subdirectories are removed once unused for a week.  The chosen base is exported as
+  fingerprints' subdirectories that statemix made (they hold its stamp file) are removed once
+  unused for a week.  The chosen base is exported as
   ``$STATEMIX_CACHE_DIR``, so that processes started from this one share its kernels.  When no
   directory can be written, kernels are compiled without a cache rather than failing.  A kernel that
   is parallel or calls one is loaded from the cache only when asked for from Python, never while
@@ -94,16 +95,26 @@ def source_fingerprint() -> str:
     return digest.hexdigest()
 
 
+STAMP = ".statemix-kernels"  # written into every fingerprint folder statemix makes
+
+
 def _fingerprinted(base: str | None) -> str | None:
-    """The subdirectory of ``base`` for this source; prune other fingerprints unused for a week."""
+    """The subdirectory of ``base`` for this source; prune other fingerprints unused for a week.
+
+    Only folders that statemix made are pruned: ``src-*`` folders holding the stamp file
+    :data:`STAMP` that statemix writes into each when it creates it (``base`` may be a folder of
+    the user's, given as STATEMIX_CACHE_DIR or NUMBA_CACHE_DIR, with a ``src-thesis`` of theirs).
+    """
     if base is None:
         return None
     directory = Path(base) / f"src-{source_fingerprint()}"
     try:
         directory.mkdir(exist_ok=True)
+        (directory / STAMP).touch()
         week_ago = time.time() - 7 * 86400
         for other in Path(base).glob("src-*"):
-            if other != directory and other.stat().st_mtime < week_ago:
+            if (other != directory and not other.is_symlink() and (other / STAMP).is_file()
+                    and other.stat().st_mtime < week_ago):
                 shutil.rmtree(other, ignore_errors=True)
         os.utime(directory)
     except OSError:

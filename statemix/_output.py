@@ -16,6 +16,10 @@
 
 - An output named through a symbolic link to a regular file replaces that file (the link stays),
   as writing through the link would.
+- While a process writes an output file, it holds the output's name (Linux: an abstract unix
+  socket named after its full path, which vanishes with the process, even after SIGKILL, and leaves
+  nothing in any folder): a second process writing the same output is refused before it starts its
+  work, not after it.  The hidden temporary name is shortened to fit a file name's 255 bytes.
 
 The output's permissions: those of the input when it is a regular file (its read, write and execute
 bits, never setuid, setgid or sticky; and its times), else 0666 minus the umask, as for any new
@@ -52,10 +56,46 @@ def _host() -> str:
     return socket.gethostname().replace("/", "_") or "localhost"
 
 
+NAME_MAX = 255  # bytes of one file name on Linux's file systems
+
+
 def _temporary_name(path: str) -> str:
+    """A hidden name beside ``path`` for its output while it is written, at most NAME_MAX bytes: the
+    target's name is shortened to fit (the host, process and random parts stay whole)."""
     directory, base = os.path.split(path)
-    tag = f".{base}.{_host()}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
-    return os.path.join(directory, tag)
+    tail = f".{_host()}.{os.getpid()}.{secrets.token_hex(4)}{TEMP_SUFFIX}"
+    room = NAME_MAX - 1 - len(os.fsencode(tail))
+    name = os.fsencode(base)
+    if len(name) > room:
+        base = os.fsdecode(name[:max(room, 1)])
+    return os.path.join(directory, f".{base}{tail}")
+
+
+@contextmanager
+def _reserved(path: str):
+    """Hold the output name ``path`` while this process writes it, so that a second statemix writing
+    the same output is refused before it starts its work, not after.  Linux: an abstract unix
+    socket named after the output's full path, which vanishes with the process (even after SIGKILL),
+    so nothing is left behind; elsewhere nothing is held."""
+    family = getattr(socket, "AF_UNIX", None)
+    if family is None or not os.path.exists("/proc/self"):
+        yield
+        return
+    import hashlib
+
+    where = os.path.join(os.path.realpath(os.path.dirname(path) or "."), os.path.basename(path))
+    key = hashlib.sha256(os.fsencode(where)).hexdigest()[:40]
+    holder = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        try:
+            holder.bind(f"\0statemix-output-{key}")
+        except OSError as exc:
+            if exc.errno == errno.EADDRINUSE:
+                raise OutputError(f"{path}: another statemix is writing this output now") from None
+            # no abstract sockets here (another OS, a sandbox): nothing is held
+        yield
+    finally:
+        holder.close()
 
 
 def _owner_is_gone(name: str) -> bool:
@@ -159,6 +199,11 @@ def output_file(path: str, force: bool, like: os.stat_result | None, sync: bool 
     if (target is not None or os.path.islink(path)) and not force:
         raise OutputError(f"{path}: output file exists (use -f to overwrite)")
     directory = os.path.dirname(path) or "."
+    with _reserved(path):
+        yield from _write_new(path, directory, force, like, sync)
+
+
+def _write_new(path: str, directory: str, force: bool, like, sync: bool):
     remove_stale_temporaries(directory)
     try:
         fd = _anonymous_file(directory)
@@ -182,6 +227,8 @@ def output_file(path: str, force: bool, like: os.stat_result | None, sync: bool 
                 _link_into_place(temporary, path, force, linked_name=None)
             if sync:
                 _sync_directory(directory)
+        except OutputError:
+            raise
         except OSError as exc:
             raise OutputError(f"{path}: cannot write: {exc.strerror or exc}") from None
     finally:

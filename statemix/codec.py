@@ -15,7 +15,11 @@ modelled after the x86 transform (block kind "modelled x86", or a learned x86 ki
 learns the transformed bytes.
 
 :class:`Decompressor` reads one stream, in any pieces, and releases a block's data only after its
-CRC32 matched.  Before building a model it checks the model's memory bound against ``memory_limit``.
+CRC32 matched.  Before building a model it checks the model's memory bound against ``memory_limit``;
+before decoding a block, that its payload can hold the length it claims (``container.max_raw_length``:
+format 3 checks modelled blocks against the model's bound too, and stops a model whose decoder reads
+past the end of its code word within a step), so a forged length costs work in proportion to the
+bytes of the stream, never to the length it claims.
 
 Both take ``progress``, a callable given the number of uncompressed bytes processed so far; the model
 calls it between steps of at most about 0.1 s, so a progress bar moves and an exception raised from it
@@ -80,6 +84,26 @@ def _reporter(progress, base: int):
     if progress is None:
         return None
     return lambda done: progress(base + done)
+
+
+def _within_code_word(model, length: int, report):
+    """``report``, checking first, after every model step, that the decoder has not read past the end
+    of a whole code word of ``length`` bytes (format 3): its coder reads at most ``length + 6`` bytes
+    (7 at the start, then one for each byte the encoder wrote after its first), so a code word that
+    ran out is corrupt, and the decoder stops within a step (about 0.1 s) instead of decoding the
+    rest of the block from zeros.  Models keep their coder state as ``rc`` (statemix.coder)."""
+    from .coder import POS
+
+    state = getattr(model, "rc", None)
+    if state is None:
+        return report
+
+    def checked(done: int) -> None:
+        if state[POS] > length + 6:
+            raise StatemixError("corrupt stream: a modelled block's code word ended before its data")
+        if report is not None:
+            report(done)
+    return checked
 
 
 class Unpicklable:
@@ -232,6 +256,7 @@ class Decompressor(Unpicklable):
         self._output = bytearray()
         self._model = None
         self._learns_other_blocks = False
+        self._version = container.FORMAT_VERSION
         self._length = 0
         self._crc = 0
         self._starved = True
@@ -277,12 +302,15 @@ class Decompressor(Unpicklable):
                 spec, version, used = container.read_versioned_header(self._input)
                 self._model = build_model(spec, memory_limit=self._memory_limit)
                 self._learns_other_blocks = version == 1
+                self._version = version
                 del self._input[:used]
                 return True
-            header = container.read_block_header(self._input, 0)
+            header = container.read_block_header(self._input, 0, self._version)
             if header is None:
                 self._finish()
                 return True
+            if self._version >= 3 and header.kind in container.MODELLED_KINDS:
+                container.check_block_bound(header, getattr(self._model, "max_raw_length", None))
             end = header.size + header.payload_length
             if len(self._input) < end:
                 return False
@@ -309,6 +337,8 @@ class Decompressor(Unpicklable):
         if header.kind in container.MODELLED_KINDS:
             from . import x86
 
+            if self._version >= 3:
+                report = _within_code_word(self._model, len(payload), report)
             if header.kind == container.MODELLED:
                 return self._model.decode(payload, header.raw_length, progress=report)
             return x86.decode(self._model.decode(payload, header.raw_length, progress=report, x86=True), self._length)
@@ -361,6 +391,7 @@ class StreamsDecompressor(Unpicklable):
         self._stream = None
         self._done = 0  # uncompressed bytes of the finished streams
         self._consumed = 0  # compressed bytes of the current stream so far
+        self._offset = sum(s.compressed for s in preceding)  # bytes of the finished streams and indexes
         self._segments: list[container.Segment] = list(preceding)  # since the last seek index
         self.streams = 0
 
@@ -388,6 +419,10 @@ class StreamsDecompressor(Unpicklable):
         """Begin the next stream, or take a seek index; False when more input is needed."""
         while self._input:
             if bytes(self._input[:4]) != container.INDEX_MAGIC[: len(self._input[:4])]:
+                if self.streams and bytes(self._input[:4]) != container.MAGIC[: len(self._input[:4])]:
+                    from .info import trailing_junk
+
+                    raise StatemixError(trailing_junk(self._offset))
                 done = self._done
                 progress = None if self._progress is None else (lambda n: self._progress(done + n))
                 self._stream = Decompressor(progress=progress, **self._options)
@@ -401,12 +436,14 @@ class StreamsDecompressor(Unpicklable):
             if not container.index_lists(segments, self._segments):
                 raise StatemixError("corrupt stream: the seek index does not match the streams")
             del self._input[:used]
+            self._offset += used
             self._segments = []
         return False
 
     def _end_of_stream(self) -> None:
         rest = self._stream.unused_data
         self._segments.append(container.Segment(self._consumed - len(rest), self._stream.length, self._stream.crc))
+        self._offset += self._consumed - len(rest)
         self._done += self._stream.length
         self._input += rest
         self._stream = None

@@ -19,8 +19,10 @@ Arithmetic (all in int64, so it is exact and identical on every machine):
   written; the decoder starts with it implied.
 - Flushing rounds ``low`` up to a multiple of ``2**48`` (still inside the interval because
   ``range >= 2**48``), writes the bytes above bit 48, and drops the zero bytes below; trailing zero
-  bytes of the code word are then trimmed as well.  The decoder reads 0 past the end of its input, so a
-  code word costs at most one or two bytes more than its information content.
+  bytes of the code word are then trimmed as well (:func:`enc_finish`; :func:`finish_whole` keeps
+  them, as format version 3 writes code words, so that a code word's length bounds what it holds:
+  statemix.container).  The decoder reads 0 past the end of its input, so a code word costs at most
+  one or two bytes more than its information content.
 
 Encoder state is an int64 array ``rc`` of length :data:`STATE_SIZE` (fields below) plus an output
 buffer of uint8; when the buffer is full the encoder sets ``rc[OVERFLOW]`` and stops writing (the
@@ -187,3 +189,16 @@ def dec_symbol(rc, src, cumulative, total_bits):
             hi = mid - 1
     dec_consume(rc, src, cumulative[lo], cumulative[lo + 1] - cumulative[lo], total_bits)
     return lo
+
+
+def finish_whole(rc, out) -> int:
+    """End the code word like :func:`enc_finish`, but return its length with its trailing zero bytes
+    (they are in ``out`` unless the code word overflowed it: then the length exceeds ``len(out)``).
+
+    A code word of ``n`` such bytes holds at most ``8 n`` bits of cost (the sum of
+    ``-log2(freq / 2**total_bits)`` over its symbols): the range starts below 2**56, each symbol
+    multiplies it by at most ``freq / 2**total_bits``, each byte written multiplies it by 2**8, and it
+    is at least 2**48 when the code word ends.
+    """
+    enc_finish(rc, out)
+    return int(rc[POS])

@@ -1,4 +1,4 @@
-"""The statemix stream format, version 2, byte by byte.
+"""The statemix stream format, version 3, byte by byte.
 
 A stream is a header, any number of blocks, an end block and a trailer.  Streams may be concatenated;
 they decode to the concatenation of their contents.  Integers marked *varint* are unsigned LEB128
@@ -8,7 +8,7 @@ CRC32 is zlib's (ISO-HDLC polynomial), stored little-endian.
 Header::
 
     magic               4 bytes   89 53 4D 58  ("\\x89SMX")
-    format version      1 byte    2 (1 is still read; see "Blocks and the model" below)
+    format version      1 byte    3 (1 and 2 are still read; see "Older versions" below)
     arithmetic version  1 byte    1: the exact integer/float arithmetic of the models; a stream whose
                                   version this build does not reproduce is refused
     model record length 1 byte    n (1..255)
@@ -21,13 +21,15 @@ Block::
     kind                1 byte    1 modelled, 2 stored, 3 zstandard, 4 modelled x86, 5 zstandard
                                   learned, 6 zstandard learned x86, 7 stored learned, 8 stored learned
                                   x86 (0 ends the blocks, see below)
-    raw length          varint    bytes of original data in the block, 1..MAX_BLOCK (16 MiB)
+    raw length          varint    bytes of original data in the block, 1..MAX_BLOCK (1 MiB: every
+                                  writer cuts its blocks there)
     payload length      varint    all but the stored kinds (2, 7, 8), which carry raw length bytes;
                                   never more than raw length
-    header check        1 byte    low byte of the CRC32 of the block header bytes before it, so a
-                                  damaged length is caught before any work is spent on it
+    header CRC32        4 bytes   of the block header bytes before it, so a damaged length is caught
+                                  before any work is spent on it
     CRC32               4 bytes   of the block's original data
-    payload             bytes     modelled: the range coder's code word (statemix.coder);
+    payload             bytes     modelled: the range coder's code word (statemix.coder), whole:
+                                  its trailing zero bytes are written too;
                                   stored: the data itself; zstandard: one zstandard frame;
                                   modelled x86: the code word of the block after the x86 branch
                                   address transform (statemix.x86; its offset: the stream position
@@ -41,14 +43,51 @@ End block and trailer::
     CRC32               4 bytes   of all the original data of the stream
 
 Blocks and the model: the model's state runs on across modelled blocks, so a block boundary changes
-nothing but where a code word ends.  In format version 2 a stored or zstandard block (kinds 2, 3)
-never reaches the model: the model continues from the end of the previous modelled block as if the
-block were not there, so decoding it costs no model work.  A learned block (kinds 5-8) is one the
-model coded but lost to zstandard or storing: its data is written as kind 3 or 2 would write it, and
-the model learned it (the decoder replays it through the model's learn pass after checking its CRC;
-"x86": the model learned the block after the x86 transform, as for kind 4).  So the compressor
-keeps one copy of the model, not a second one to roll back to.  In version 1 the model learned
-every stored and zstandard block (the decoder replays them through it).
+nothing but where a code word ends.  A stored or zstandard block (kinds 2, 3) never reaches the
+model: the model continues from the end of the previous modelled block as if the block were not
+there, so decoding it costs no model work.  A learned block (kinds 5-8) is one the model coded but
+lost to zstandard or storing: its data is written as kind 3 or 2 would write it, and the model
+learned it (the decoder replays it through the model's learn pass after checking its CRC; "x86": the
+model learned the block after the x86 transform, as for kind 4).  So the compressor keeps one copy
+of the model, not a second one to roll back to.
+
+What a payload can hold (:func:`max_raw_length`).  A reader refuses, before any model or zstandard
+work, every block whose raw length exceeds what its payload of P bytes can encode, so the work a
+stream can ask for is proportional to its size, never to the lengths it claims:
+
+- stored kinds: the raw length is P (the payload is the data).
+- zstandard kinds: a frame is a header of at least 6 bytes (magic, descriptor, window or size) and
+  blocks of at least 4 bytes (3 of block header and one of content: an RLE block), each of at most
+  128 KiB (ZSTD_BLOCK_MAX), so raw <= (P // 4) * 128 KiB, 32,768 bytes per payload byte; a frame that
+  declares its content size must declare the raw length.
+- modelled kinds: the coder's probability floor.  Coding a symbol of frequency f out of 2**t
+  multiplies the coder's range by at most f / 2**t, and each byte of code word written lets the
+  range grow by 2**8 at most, from at most 2**56 down to at least 2**48 (statemix.coder), so a code
+  word of P bytes (untrimmed, as version 3 writes it) holds at most 8 P bits of cost, the sum of
+  -log2(f / 2**t) over its symbols.  The cm model codes bits with :func:`statemix.quantize.binary_frequency`,
+  which clamps f to [1, 65535] of 2**16: each bit costs at least -log2(65535/65536) > 2**-16 / ln 2
+  bits, so a byte costs more than 8 * 2**-16 / ln 2 and raw <= P * 65536 ln 2 < P * 45,427
+  (CM_BYTES_PER_PAYLOAD_BYTE).  The ssm model codes tokens with
+  :func:`statemix.quantize.quantize_logits` over V symbols of a total 2**tb, each symbol at least
+  1: a token costs at least -log2(1 - (V-1) / 2**tb) > (V-1) / (2**tb ln 2) bits, so it codes at most
+  8 P 2**tb ln 2 / (V-1) tokens, each of at most the vocabulary's longest token in bytes
+  (the model's ``max_raw_length``; its BPE token count is checked again against the code word
+  once its vocabulary is read, before any token is decoded).
+- learned kinds: their payload is stored or zstandard, bounded as above; the model then learns at
+  most that many bytes.
+
+The floor is what an adversary who runs the model can reach; a payload that does not follow the
+model's most probable path runs out sooner.  A decoder of a whole code word of P bytes reads at most
+P + 6 bytes (7 at the start, then one for each byte the encoder wrote after its first), so a format 3
+decoder stops with an error, within one model step (about 0.1 s), once it has read more: a forged
+block costs at most the model work its payload pays for, never the length it claims.
+
+Older versions.  Version 2 has a 1-byte header check (the low byte of the CRC32 of the header
+bytes before it) where version 3 has the CRC32, and trims the trailing zero bytes of its code words
+(the decoder reads 0 past the end), so a modelled block's payload bounds nothing and only the
+stored, zstandard and block size bounds apply.  Version 1 is version 2's layout, but the model
+learned every stored and zstandard block (the decoder replays them through it).  Every writer cut
+its blocks at 1 MiB, so longer blocks are refused in every version.
 
 Seek index (written after the last stream of a segmented file, see statemix.segments; readers skip
 it between streams, and check it against the streams they decoded: it lists the streams since the
@@ -62,12 +101,15 @@ previous index or the start, :func:`index_lists`, so files appended after it sti
     frame length        4 bytes   of the whole frame, magic to end magic, little-endian
     end magic           4 bytes   "SMXI": a reader finds the index from the end of the file
 
+An index's count n is refused before anything is read for its entries when its payload cannot hold
+n entries of 6 bytes (the smallest: two 1-byte varints and a CRC32).
+
 Writers cut block ``i`` (0, 1, ...) of a stream at ``block_limit(i)`` bytes of input: FIRST_BLOCK
 (16 KiB) doubling up to BLOCK_SIZE (1 MiB), so the first bytes of a stream can be verified and
 released after little model work, and the output does not depend on how the input was fed in.
-Readers accept any block length up to MAX_BLOCK.  An empty stream is 17 bytes plus the model record
-(14 bytes for the default cm level: 31 bytes); data that cannot be compressed grows by that much plus
-9 to 11 bytes per block (the first six blocks cover 1,008 KiB, then one block per MiB).
+An empty stream is 17 bytes plus the model record (18 bytes for the default cm level: 35 bytes); data
+that cannot be compressed grows by that much plus 12 bytes per block (the first six blocks
+cover 1,008 KiB, then one block per MiB).
 """
 
 from __future__ import annotations
@@ -86,12 +128,14 @@ INDEX_MAGIC = b"\x89SMI"
 INDEX_END = b"SMXI"
 INDEX_TAIL = 8  # frame length + end magic
 MAX_INDEX = 1 << 26  # bytes of index payload at most (over 4 million segments)
-FORMAT_VERSION = 2
-READ_VERSIONS = (1, 2)
+FORMAT_VERSION = 3
+READ_VERSIONS = (1, 2, 3)
 ARITHMETIC_VERSION = 1
 FIRST_BLOCK = 1 << 14
 BLOCK_SIZE = 1 << 20
-MAX_BLOCK = 1 << 24
+MAX_BLOCK = 1 << 20  # every writer cut its blocks at BLOCK_SIZE (1 MiB): longer ones are refused
+ZSTD_BLOCK_MAX = 1 << 17  # a zstandard block holds at most 128 KiB and takes at least 4 bytes
+CM_BYTES_PER_PAYLOAD_BYTE = 45_427  # > 65536 ln 2: see "What a payload can hold"
 END, MODELLED, STORED, ZSTANDARD, MODELLED_X86 = 0, 1, 2, 3, 4
 ZSTANDARD_LEARNED, ZSTANDARD_LEARNED_X86, STORED_LEARNED, STORED_LEARNED_X86 = 5, 6, 7, 8
 KIND_NAMES = {MODELLED: "modelled", STORED: "stored", ZSTANDARD: "zstandard", MODELLED_X86: "modelled x86",
@@ -189,15 +233,39 @@ class BlockHeader:
     size: int  # bytes of the block header itself
 
 
-def write_block(kind: int, raw: bytes, payload: bytes) -> bytes:
+def write_block(kind: int, raw: bytes, payload: bytes, version: int = FORMAT_VERSION) -> bytes:
     head = bytes([kind]) + encode_varint(len(raw))
     if kind not in STORED_KINDS:
         head += encode_varint(len(payload))
-    return head + bytes([crc32(head) & 0xFF]) + struct.pack("<I", crc32(raw)) + payload
+    check = struct.pack("<I", crc32(head)) if version >= 3 else bytes([crc32(head) & 0xFF])
+    return head + check + struct.pack("<I", crc32(raw)) + payload
 
 
-def read_block_header(buf, pos: int) -> BlockHeader | None:
-    """Parse a block header at ``pos``; return None at the end block (kind 0)."""
+def max_raw_length(kind: int, payload_length: int, model_bound=None) -> int | None:
+    """The most bytes of data a block of ``kind`` can hold in ``payload_length`` bytes of payload
+    (see "What a payload can hold"); None where nothing is known.  ``model_bound``: for the modelled
+    kinds, the model's bound (a function of the payload length), None when there is none (version 1
+    and 2 code words are trimmed)."""
+    if kind in STORED_KINDS:
+        return payload_length
+    if kind in ZSTANDARD_KINDS:
+        return (payload_length // 4) * ZSTD_BLOCK_MAX  # 4 bytes at least per block of at most 128 KiB
+    return None if model_bound is None else model_bound(payload_length)
+
+
+def check_block_bound(header: "BlockHeader", model_bound=None) -> None:
+    """Raise StatemixError if ``header`` claims more data than its payload can hold."""
+    limit = max_raw_length(header.kind, header.payload_length, model_bound)
+    if limit is not None and header.raw_length > limit:
+        raise StatemixError(
+            f"corrupt stream: {KIND_NAMES[header.kind]} block claims {header.raw_length} bytes, more than "
+            f"its {header.payload_length}-byte payload can hold (at most {limit})")
+
+
+def read_block_header(buf, pos: int, version: int = FORMAT_VERSION) -> BlockHeader | None:
+    """Parse a block header at ``pos`` of a stream of format ``version``; return None at the end block
+    (kind 0).  The stored and zstandard kinds' bounds are checked here; the modelled kinds' need the
+    model (:func:`check_block_bound`)."""
     _need(buf, pos + 1)
     kind = buf[pos]
     if kind == END:
@@ -206,17 +274,23 @@ def read_block_header(buf, pos: int) -> BlockHeader | None:
         raise StatemixError(f"corrupt stream: unknown block kind {kind} (or one of a newer statemix)")
     raw_length, at = decode_varint(buf, pos + 1)
     if not 1 <= raw_length <= MAX_BLOCK:
-        raise StatemixError(f"corrupt stream: block length {raw_length} out of range")
+        raise StatemixError(f"corrupt stream: block length {raw_length} out of range (1 to {MAX_BLOCK})")
     payload_length = raw_length
     if kind not in STORED_KINDS:
         payload_length, at = decode_varint(buf, at)
         if payload_length > raw_length:
             raise StatemixError("corrupt stream: block payload longer than its data")
-    _need(buf, at + 5)
-    if buf[at] != crc32(bytes(buf[pos:at])) & 0xFF:
+    check = 4 if version >= 3 else 1
+    _need(buf, at + check + 4)
+    if version >= 3:
+        if struct.unpack_from("<I", buf, at)[0] != crc32(bytes(buf[pos:at])):
+            raise StatemixError("corrupt stream: block header checksum mismatch")
+    elif buf[at] != crc32(bytes(buf[pos:at])) & 0xFF:
         raise StatemixError("corrupt stream: block header check mismatch")
-    (crc,) = struct.unpack_from("<I", buf, at + 1)
-    return BlockHeader(kind, raw_length, payload_length, crc, at + 5 - pos)
+    (crc,) = struct.unpack_from("<I", buf, at + check)
+    header = BlockHeader(kind, raw_length, payload_length, crc, at + check + 4 - pos)
+    check_block_bound(header)
+    return header
 
 
 def write_trailer(length: int, crc: int) -> bytes:
@@ -277,6 +351,8 @@ def read_index(buf, pos: int) -> tuple[list[Segment], int]:
     payload = bytes(buf[at:end])
     try:
         count, i = _varint.decode_varint(payload, 0, _MAX_VARINT_BYTES)
+        if count > (len(payload) - i) // 6:  # an entry takes at least 6 bytes
+            raise ValueError
         segments = []
         for _ in range(count):
             compressed, i = _varint.decode_varint(payload, i, _MAX_VARINT_BYTES)

@@ -20,6 +20,10 @@ event unless the name says per byte.  Units: bits for code lengths, probabilitie
   score (sum over classes of squared error); and the single temperature ``T`` (logits divided by T)
   that would have minimised the code length in hindsight, with the bits it would save.
 - Learning curve: bits per byte of the model's ideal code over consecutive windows of the input.
+  The bytes of blocks the model never coded (stored or zstandard: incompressible regions) are
+  counted at their cost, 8 times their payload's bytes spread over their data (8 bits per byte for
+  a stored block), and reported as ``unmodelled_bytes``; per-byte figures of events divide by the
+  bytes the model coded (``input_bytes - unmodelled_bytes``).
 - Ablation (opt-in, one extra pass each): the ideal code length with each model component switched
   off (``Model.ablated``), minus the baseline: the bits that component saves.
 - Stages (``stages=True``, the default): every distribution over symbol values (bytes, or the ssm
@@ -37,7 +41,7 @@ event unless the name says per byte.  Units: bits for code lengths, probabilitie
   gives both).
 
 JSON keys (:meth:`Report.to_dict`): ``input_bytes``, ``compressed_bytes``, ``header_bytes``,
-``ideal_bits``, ``modelled_ideal_bits``, ``coded_bits``, ``model``, ``bits_per_byte``,
+``ideal_bits``, ``modelled_ideal_bits``, ``coded_bits``, ``model``, ``unmodelled_bytes``, ``bits_per_byte``,
 ``coder_overhead``, ``calibration`` (binary events: ``events``, ``nll_bits``, ``entropy_bits``,
 ``ece``, ``classwise_ece``, ``brier``, ``bins``, ``best_temperature``, ``temperature_gain_bits``,
 ``reliability`` as [mean confidence, accuracy, count] per bin), ``learning_curve`` ([start byte,
@@ -99,6 +103,7 @@ class Report:
     model: str
     calibration: Calibration
     learning_curve: list[tuple[int, int, float]]  # (start byte, end byte, bits per byte)
+    unmodelled_bytes: int = 0  # bytes of blocks the model never coded (counted at their cost in the curve)
     ablation: dict[str, float] = field(default_factory=dict)  # component -> bits it saves
     stages: list[StageReport] = field(default_factory=list)  # in data-flow order, the coded one last
 
@@ -248,9 +253,13 @@ def diagnose(data, /, *, level: int | None = None, model: str | None = None, bin
     cost = _cost(p_coded)
     modelled = [(b, t) for b, t in zip(blocks, traces) if b.kind in container.MODELLED_KINDS]
     per_byte = np.zeros(len(data))
-    start = 0
-    for t in traces:
-        per_byte[start:start + t.size] = np.bincount(t.byte_of_event, _cost(t.p_coded), minlength=t.size)
+    start = unmodelled = 0
+    for b, t in zip(blocks, traces):
+        if t.p_coded.shape[0] == 0 and t.size:  # a block the model never coded: at its cost
+            per_byte[start:start + t.size] = 8 * b.payload_length / t.size
+            unmodelled += t.size
+        else:
+            per_byte[start:start + t.size] = np.bincount(t.byte_of_event, _cost(t.p_coded), minlength=t.size)
         start += t.size
     curve = _curve(per_byte, curve_points)
     spec = container.read_header(stream)[0]
@@ -264,6 +273,7 @@ def diagnose(data, /, *, level: int | None = None, model: str | None = None, bin
         model=spec.describe(),
         calibration=calibration(p1, bits, bins),
         learning_curve=curve,
+        unmodelled_bytes=unmodelled,
         stages=collector.reports(len(data), curve_points) if collector is not None else [],
     )
     if ablation:

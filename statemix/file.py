@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import bisect
 import builtins
+import codecs
 import io
 import itertools
 import os
@@ -294,6 +295,23 @@ class StatemixFile(Unpicklable, io.BufferedIOBase):
             raise io.UnsupportedOperation(f"file not open for {action}")
 
 
+def _check_text_arguments(encoding, errors, newline) -> None:
+    """Raise what io.TextIOWrapper would raise for these arguments, before any file is touched."""
+    if encoding is not None:
+        if not isinstance(encoding, str):
+            raise TypeError(f"open() argument 'encoding' must be str or None, not {type(encoding).__name__}")
+        codecs.lookup(encoding)  # LookupError: unknown encoding
+    if errors is not None:
+        if not isinstance(errors, str):
+            raise TypeError(f"open() argument 'errors' must be str or None, not {type(errors).__name__}")
+        codecs.lookup_error(errors)  # LookupError: unknown error handler
+    if newline is not None:
+        if not isinstance(newline, str):
+            raise TypeError(f"open() argument 'newline' must be str or None, not {type(newline).__name__}")
+        if newline not in ("", "\n", "\r", "\r\n"):
+            raise ValueError(f"illegal newline value: {newline!r}")
+
+
 def open(file, mode: str = "rb", *, level: int | None = None, model: str | None = None,
          threads: int | None = None, memory_limit=None, encoding: str | None = None,
          errors: str | None = None, newline: str | None = None):
@@ -301,6 +319,7 @@ def open(file, mode: str = "rb", *, level: int | None = None, model: str | None 
     if "t" in mode:
         if "b" in mode:
             raise ValueError(f"invalid mode: {mode!r}")
+        _check_text_arguments(encoding, errors, newline)  # before the file is opened (or truncated)
     else:
         if encoding is not None:
             raise ValueError("argument 'encoding' not supported in binary mode")

@@ -31,6 +31,7 @@ class StreamInfo:
     crc32: int = 0
     indexed: bool = False  # listed by the seek index of a segmented file (statemix.segments)
     offset: int = 0  # where the stream starts in the file (bytes)
+    index_size: int = 0  # bytes of the seek index frame right after this stream, if one follows it
 
 
 class _Input:
@@ -81,11 +82,11 @@ def read_info(fp) -> list[StreamInfo]:
             group = []
             continue
         start = source.consumed
-        spec, version, used = source.parse(lambda buf: container.read_versioned_header(buf, 0))
+        spec, version, used = source.parse(lambda buf: _header_at(buf, start, bool(streams)))
         source.skip(used)
         stream = StreamInfo(spec, version, offset=start)
         while True:
-            header = source.parse(lambda buf: container.read_block_header(buf, 0))
+            header = source.parse(lambda buf: container.read_block_header(buf, 0, version))
             if header is None:
                 break
             source.skip(header.size + header.payload_length)
@@ -104,11 +105,30 @@ def read_info(fp) -> list[StreamInfo]:
     return streams
 
 
+def _header_at(buf, offset: int, after_a_stream: bool):
+    """A stream header (:func:`.container.read_versioned_header`); bytes that are not one after a
+    stream are named as what follows the data, with their offset."""
+    try:
+        return container.read_versioned_header(buf, 0)
+    except StatemixError as exc:
+        if after_a_stream and "bad magic" in str(exc):
+            raise StatemixError(f"{trailing_junk(offset)}") from None
+        raise
+
+
+def trailing_junk(offset: int) -> str:
+    """The message for bytes at ``offset`` after the last stream that start no stream nor index."""
+    return (f"trailing data at byte {offset:,} (after the last stream) is not a statemix stream "
+            "(bad magic bytes)")
+
+
 def _check_index(source: _Input, streams: list[StreamInfo]) -> None:
     """Parse the seek index at the reader's position; it must list ``streams`` (the streams since
     the previous index or the start: :func:`.container.index_lists`)."""
     segments, used = source.parse(lambda buf: container.read_index(buf, 0))
     source.skip(used)
+    if streams:
+        streams[-1].index_size = used
     listed = [container.Segment(s.compressed_size, s.uncompressed_size, s.crc32) for s in streams]
     if not container.index_lists(segments, listed):
         raise StatemixError("corrupt stream: the seek index does not match the streams")

@@ -44,6 +44,25 @@ GOLDEN_INPUT = b"statemix golden stream\n" * 20
 #: b'statemix golden stream\n' * 20).hex())"
 GOLDEN_EMPTY = bytes.fromhex(
     "89534d58"  # magic
+    "03"  # format version
+    "01"  # arithmetic version
+    "12"  # model record length
+    "01" "0004" "07" "0e10" "0905" "08" "d5efffffffffff1f" "c1"  # model record, as GOLDEN_EMPTY_V2's below
+    "c2c16028"  # header CRC32
+    "00"  # end block
+    "00"  # original length 0
+    "00000000"  # CRC32 of no data
+)
+#: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 22 bytes
+GOLDEN_TEXT = bytes.fromhex(
+    "89534d580301" "12" "01000407" "0e100905" "08" "d5efffffffffff1f" "c1" "c2c16028"  # header, as above
+    "01" "cc03" "16" "cf31b4de" "5877534f"  # modelled block: raw length 460, payload 22, header CRC32, CRC32
+    "8234c696d0fcdc28ca1c0f48b5fe8fff38d9e2296e6a"  # the range coder's code word (whole)
+    "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: statemix.compress(b"") in format 2 (the model record explained): it must decode as it did.
+GOLDEN_EMPTY_V2 = bytes.fromhex(
+    "89534d58"  # magic
     "02"  # format version
     "01"  # arithmetic version
     "12"  # model record length
@@ -62,8 +81,8 @@ GOLDEN_EMPTY = bytes.fromhex(
     "00"  # original length 0
     "00000000"  # CRC32 of no data
 )
-#: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 22 bytes
-GOLDEN_TEXT = bytes.fromhex(
+#: statemix.compress(GOLDEN_INPUT) in format 2 (its block header check one byte): it must decode as it did
+GOLDEN_TEXT_V2 = bytes.fromhex(
     "89534d580201" "12" "01000407" "0e100905" "08" "d5efffffffffff1f" "c1" "5c42bab7"  # header, as above
     "01" "cc03" "16" "cf" "5877534f"  # modelled block: raw length 460, payload 22, check, CRC32
     "8234c696d0fcdc28ca1c0f48b5fe8fff38d9e2296e6a"  # the range coder's code word
@@ -1143,7 +1162,7 @@ def test_every_flipped_byte_raises_statemixerror_or_gives_the_original(name, mas
         assert out == original, f"wrong data, not an error, for byte {offset} ^ {mask:#x}"
 
 
-@pytest.mark.parametrize("value", [0, 3, 255])
+@pytest.mark.parametrize("value", [0, 4, 255])
 def test_unknown_format_version(value):
     data = patch_header(GOLDEN_TEXT, 4, value)
     with pytest.raises(StatemixError, match=rf"format version {value}\b"):
@@ -1167,8 +1186,9 @@ def test_unknown_arithmetic_version(value):
 
 
 def test_patch_header_helper_keeps_a_valid_stream_valid():
-    assert patch_header(GOLDEN_TEXT, 4, 2) == GOLDEN_TEXT
+    assert patch_header(GOLDEN_TEXT, 4, 3) == GOLDEN_TEXT
     assert patch_header(GOLDEN_TEXT, 5, 1) == GOLDEN_TEXT
+    assert patch_header(GOLDEN_TEXT_V2, 4, 2) == GOLDEN_TEXT_V2
 
 
 def test_unknown_model_id():
@@ -1203,6 +1223,16 @@ def test_golden_empty_stream():
 def test_golden_text_stream():
     assert statemix.compress(GOLDEN_INPUT) == GOLDEN_TEXT
     assert statemix.decompress(GOLDEN_TEXT) == GOLDEN_INPUT
+
+
+def test_golden_streams_of_format_2_still_decode():
+    # the same model and code words, framed as format 2 wrote them (1-byte block header check)
+    assert statemix.decompress(GOLDEN_EMPTY_V2) == b""
+    assert statemix.decompress(GOLDEN_TEXT_V2) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL1_V2) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_V2) == GOLDEN_INPUT
+    for golden in (GOLDEN_EMPTY_V2, GOLDEN_TEXT_V2, GOLDEN_TEXT_LEVEL1_V2, GOLDEN_TEXT_LEVEL3_V2):
+        assert [s.version for s in statemix.read_info(io.BytesIO(golden))] == [2]
 
 
 #: statemix.compress(GOLDEN_INPUT, model="ssm") before issue 13 took label smoothing out of the ssm
@@ -1325,6 +1355,13 @@ def test_golden_streams_of_level_2_before_its_record_contexts_still_decode():
 
 #: statemix.compress(GOLDEN_INPUT, level=1): 5 contexts, 2 mixers, 1 APM
 GOLDEN_TEXT_LEVEL1 = bytes.fromhex(
+    "89534d58030106010e1005020110d00925"  # header: level 1 model record (2 mixers), CRC32
+    "01" "cc03" "15" "7560bd47" "5877534f"  # modelled block: raw length 460, payload 21, header CRC32, CRC32
+    "8499cb96a2777040f2a5262f940a590f243164fe06"  # the range coder's code word
+    "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same in format 2: it must decode as it did.
+GOLDEN_TEXT_LEVEL1_V2 = bytes.fromhex(
     "89534d58020106010e1005020153c47232"  # header: level 1 model record (2 mixers), CRC32
     "01" "cc03" "15" "75" "5877534f"  # modelled block: raw length 460, payload 21, check, CRC32
     "8499cb96a2777040f2a5262f940a590f243164fe06"  # the range coder's code word
@@ -1343,6 +1380,13 @@ GOLDEN_TEXT_LEVEL1_ONE_MIXER = bytes.fromhex(
 #: the wide SSM with the count models (03); no byte histories (bit 5 of the last byte clear: an input
 #: under 512 KiB has none)
 GOLDEN_TEXT_LEVEL3 = bytes.fromhex(
+    "89534d580301" "12" "01000407" "0e100905" "08" "d5efffffffffff1f" "c3" "eea06ec6"  # header: level 3 record, CRC32
+    "01" "cc03" "17" "5901b3a9" "5877534f"  # modelled block: raw length 460, payload 23, header CRC32, CRC32
+    "81f5deb2e5291ec12beeae635f67bbae8820ebba32e5cf"  # the range coder's code word
+    "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same in format 2: it must decode as it did.
+GOLDEN_TEXT_LEVEL3_V2 = bytes.fromhex(
     "89534d580201" "12" "01000407" "0e100905" "08" "d5efffffffffff1f" "c3" "7023b459"  # header: level 3 record, CRC32
     "01" "cc03" "17" "59" "5877534f"  # modelled block: raw length 460, payload 23, check, CRC32
     "81f5deb2e5291ec12beeae635f67bbae8820ebba32e5cf"  # the range coder's code word

@@ -137,7 +137,7 @@ def test_list_verbose_names_the_model_in_words(tmp_path, text_file):
     result = run(["-l", "-v", "a.txt.smx"], tmp_path)
     assert_ok(result)
     line = result.stdout.decode().splitlines()[-1]
-    assert "format 2" in line and "cm level 2" in line, line
+    assert "format 3" in line and "cm level 2" in line, line
 
 
 def test_memory_option_refuses_a_stream_that_needs_more(tmp_path, text_file):

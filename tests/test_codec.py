@@ -146,8 +146,8 @@ def test_version_1_streams_still_decode():
     head[4] = 1
     head[-4:] = struct.pack("<I", zlib.crc32(bytes(head[:-4])))
     payload = zstandard.ZstdCompressor(level=19, write_content_size=False).compress(data)
-    stream = (bytes(head) + container.write_block(container.ZSTANDARD, data, payload)
-              + container.write_block(container.MODELLED, data, coded)
+    stream = (bytes(head) + container.write_block(container.ZSTANDARD, data, payload, version=1)
+              + container.write_block(container.MODELLED, data, coded.rstrip(b"\0"), version=1)
               + container.write_trailer(2 * len(data), zlib.crc32(data * 2)))
     assert statemix.decompress(stream) == data * 2
     assert statemix.read_info(io.BytesIO(stream))[0].version == 1

@@ -112,6 +112,15 @@ def memory_needed(spec: ModelSpec) -> int:
     return _config(spec)[1].memory_bytes()
 
 
+def size_in_words(nbytes: int) -> str:
+    """``nbytes`` as a person reads it, never rounded to 0: "1,536 MiB", "1.5 MiB", "1 KiB", "500 bytes"."""
+    for unit, shift in (("MiB", 20), ("KiB", 10)):
+        if nbytes >= 1 << shift:
+            value = nbytes / (1 << shift)
+            return f"{value:,.0f} {unit}" if value == int(value) else f"{value:,.1f} {unit}"
+    return f"{nbytes:,} bytes"
+
+
 def build_model(spec: ModelSpec, *, memory_limit: int | None = None):
     """Return a fresh model for ``spec``, or raise StatemixError if this build cannot make it.
 
@@ -124,5 +133,5 @@ def build_model(spec: ModelSpec, *, memory_limit: int | None = None):
         if need > memory_limit:
             raise StatemixError(
                 f"this stream's model needs {memory_bound_mib(need)} of memory, more than the limit of "
-                f"{memory_limit // _MIB:,} MiB (raise it with --memory)")
+                f"{size_in_words(memory_limit)} (raise it with --memory)")
     return module.Model(config)

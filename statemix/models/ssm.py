@@ -34,6 +34,7 @@ thread count therefore changes speed only.
 from __future__ import annotations
 
 import contextlib
+import math
 from dataclasses import replace
 
 import numpy as np
@@ -41,8 +42,10 @@ import numpy as np
 from .._errors import StatemixError
 from .._jit import announce, threads_at_most
 from .._varint import encode_varint, read_varint
-from ..coder import dec_init, enc_finish, enc_init, new_state
+from ..coder import dec_init, enc_init, finish_whole, new_state
 from ..tokenizer import SPLIT_WORDS, Vocabulary, default_merges
+from ..tokenizer.tables import BYTE_TOKENS, MAX_TOKEN_BYTES
+from .nn.layout import TOTAL_BITS
 from ..tokenizer import decode as bpe_decode
 from ..tokenizer import encode as bpe_encode
 from ..tokenizer import train as bpe_train
@@ -162,7 +165,7 @@ class Model:
                 progress(end)
         if bit_trace.shape[0]:
             self._traced.append(bit_trace)
-        return enc_finish(self.rc, coded) if mode == ENCODE else 0
+        return finish_whole(self.rc, coded) if mode == ENCODE else 0
 
     def token_bits(self) -> int:
         """Binary decisions per token in a trace: ceil(log2 V)."""
@@ -343,6 +346,20 @@ class Model:
         if int(lengths[tokens].sum()) != size:
             raise StatemixError("corrupt stream: ssm tokens do not add up to the block length")
         return bpe_decode(self.vocabulary, tokens)
+
+    @staticmethod
+    def max_tokens(payload_length: int, vocab: int) -> int:
+        """The most tokens a code word of ``payload_length`` bytes can hold over ``vocab`` symbols:
+        :func:`statemix.quantize.quantize_logits` gives every symbol at least 1 of 2**TOTAL_BITS, so
+        a token costs more than (vocab - 1) / (2**TOTAL_BITS ln 2) bits (statemix.container)."""
+        return int(8 * payload_length * (1 << TOTAL_BITS) * math.log(2) / max(vocab - 1, 1)) + 1
+
+    def max_raw_length(self, payload_length: int) -> int:
+        """The most bytes a block's code word of ``payload_length`` bytes can hold (statemix.container)."""
+        if self.config.tokenizer == TOK_IDS:
+            return self.max_tokens(payload_length, self.config.vocab)
+        vocab = self.vocabulary.size if self.vocabulary is not None else BYTE_TOKENS
+        return self.max_tokens(payload_length, vocab) * MAX_TOKEN_BYTES
 
     def learn(self, data: bytes, *, progress=None, x86: bool = False) -> None:
         """Update the model with ``data`` without coding it (a block stored by other means), exactly as

@@ -82,7 +82,7 @@ import functools
 import numpy as np
 
 from ..._jit import announce, threads_at_most
-from ...coder import dec_init, enc_finish, enc_init
+from ...coder import dec_init, enc_init, finish_whole
 from ...coder import new_state as new_coder_state
 from .._snapshot import put_back, take
 from ..bit import byte_history, contexts, distribution, mixer, sse
@@ -231,7 +231,14 @@ class Model:
             p = trace / 65536.0
             self._sink(TraceBlock(p[:, 0], np.unpackbits(data).astype(np.int8), np.repeat(np.arange(n), 8), n,
                                   {"mixer": p[:, 1]}))
-        return enc_finish(self.rc, coded) if mode == ENCODE else 0
+        return finish_whole(self.rc, coded) if mode == ENCODE else 0
+
+    def max_raw_length(self, payload_length: int) -> int:
+        """The most bytes a code word of ``payload_length`` bytes can hold (statemix.container: every
+        bit costs more than 2**-16 / ln 2 bits under :func:`statemix.quantize.binary_frequency`'s clamp)."""
+        from ...container import CM_BYTES_PER_PAYLOAD_BYTE
+
+        return payload_length * CM_BYTES_PER_PAYLOAD_BYTE
 
     def encode(self, data: bytes, limit: int, *, progress=None, x86: bool = False) -> bytes | None:
         """Code ``data``; return the code word, or None if it would be longer than ``limit`` bytes.
