@@ -74,7 +74,8 @@ class Network:
         """P(next token) after the tokens observed so far (float32, V; overwritten by later calls)."""
         net = self.net
         self._t = t = begin_position(net)
-        forward_position(*coding_weights(net), self.off, self.sz, self.acts, self.tin, t, self._lanes)
+        weights = coding_weights.py_func(net)  # plain Python: a kernel hands no uncounted array back
+        forward_position(*weights, self.off, self.sz, self.acts, self.tin, t, self._lanes)
         return self.acts.probs[t]
 
     def observe(self, token: int, train: bool = True) -> None:
