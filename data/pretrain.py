@@ -20,7 +20,8 @@ bits as one that never stopped.  The loss logged is the prequential one (each ch
 before its own update), in bits per byte, in ``RUN_DIR/log.tsv``.  At the end the weights are
 written with statemix.models.nn.pretrained.save (int8 per row; vectors float32) to ``--out`` and the
 float32 ones beside the checkpoint, and data/pretrained-provenance.json records the corpus's and
-the weight file's SHA-256.
+the weight file's SHA-256 and every stage of training that made them (a run continued from another's
+weights, ``--init`` with ``--after`` its record, lists that run's stages first).
 """
 
 from __future__ import annotations
@@ -56,6 +57,16 @@ def learning_rate(step: int, total_steps: int, args) -> float:
     return args.lr_end + (args.lr - args.lr_end) * 0.5 * (1.0 + math.cos(math.pi * progress))
 
 
+def earlier_stages(args) -> list:
+    """The training stages behind ``--init``'s weights, from the record ``--after`` names."""
+    if not args.after:
+        return []
+    earlier = json.loads(Path(args.after).read_text())
+    if "stages" in earlier:
+        return earlier["stages"]
+    return [{**earlier["training"], "made_by": earlier["made_by"]}]  # a record of one stage, as v1's was
+
+
 def sha256(path) -> str:
     return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
@@ -74,6 +85,8 @@ def main() -> None:
     parser.add_argument("--provenance", default=str(Path(__file__).with_name("pretrained-provenance.json")))
     parser.add_argument("--checkpoint-s", type=float, default=120.0)
     parser.add_argument("--init", help="start from these float32 weights (.npy) instead of the random init")
+    parser.add_argument("--after", help="the provenance record of the run that wrote --init's weights (its "
+                        "stages come first in this run's record)")
     parser.add_argument("--offset", type=int, default=0, help="start reading the corpus at this byte")
     parser.add_argument("--stop-after-s", type=float, default=0.0, help="stop (checkpointed) after this long")
     args = parser.parse_args()
@@ -164,16 +177,16 @@ def main() -> None:
     np.save(run / "weights-f32.npy", net.P)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     pretrained.save(args.out, config, net.P)
+    stage = dict(bytes=step * T, steps=step, chunk=T, lr=args.lr, lr_end=args.lr_end, warmup=args.warmup,
+                 clip=args.clip, init=args.init, offset=args.offset, schedule="linear warm-up, cosine decay",
+                 tool="statemix.models.nn kernels (serial twins), one thread",
+                 made_by="python data/pretrain.py " + " ".join(
+                     f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k not in ("provenance", "after")))
     record = dict(weights=str(args.out), weights_sha256=sha256(args.out), weights_bytes=os.path.getsize(args.out),
                   format="statemix.models.nn.pretrained v1, int8 per row (vectors and A_log float32)",
                   architecture=dict(vocab=config.vocab, d_model=config.d_model, expand=config.expand,
                                     d_state=config.d_state, conv=config.conv, layers=config.layers),
-                  corpus_sha256=corpus_sha, corpus_bytes=int(n),
-                  training=dict(bytes=step * T, steps=step, chunk=T, lr=args.lr, lr_end=args.lr_end,
-                                warmup=args.warmup, clip=args.clip, init=args.init, offset=args.offset, schedule="linear warm-up, cosine decay",
-                                tool="statemix.models.nn kernels (serial twins), one thread"),
-                  made_by="python data/pretrain.py " + " ".join(
-                      f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if k not in ("provenance",)))
+                  corpus_sha256=corpus_sha, corpus_bytes=int(n), stages=[*earlier_stages(args), stage])
     Path(args.provenance).write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps(record, indent=1))
 

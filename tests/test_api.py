@@ -1258,6 +1258,10 @@ def test_golden_stream_of_level_3_with_its_first_ssm_source_still_decodes():
     assert statemix.decompress(GOLDEN_TEXT_LEVEL3_SOURCE_2) == GOLDEN_INPUT
 
 
+def test_golden_stream_of_level_3_with_the_ssm_from_random_weights_still_decodes():
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_SOURCE_3) == GOLDEN_INPUT
+
+
 def test_golden_streams_of_levels_2_and_3_at_model_revision_6_still_decode():
     assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_60) == b""
     assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_60) == GOLDEN_INPUT
@@ -1377,9 +1381,17 @@ GOLDEN_TEXT_LEVEL1_ONE_MIXER = bytes.fromhex(
 
 
 #: statemix.compress(GOLDEN_INPUT, level=3): level 2's record but for its byte-distribution source,
-#: the wide SSM with the count models (03); no byte histories (bit 5 of the last byte clear: an input
-#: under 512 KiB has none)
+#: the pretrained SSM with the count models (04); no byte histories (bit 5 of the last byte clear: an
+#: input under 512 KiB has none)
 GOLDEN_TEXT_LEVEL3 = bytes.fromhex(
+    "89534d580301" "12" "01000407" "0e100905" "08" "d5efffffffffff1f" "c4" "4d350a58"  # header: level 3 record, CRC32
+    "01" "cc03" "12" "d6f5d9d9" "5877534f"  # modelled block: raw length 460, payload 18, header CRC32, CRC32
+    "73daeee23fb4a5ef187d148883129fb23dfa"  # the range coder's code word
+    "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same with level 3's source before the pretrained SSM (03: the wide SSM from random weights): it
+#: must decode as it did.
+GOLDEN_TEXT_LEVEL3_SOURCE_3 = bytes.fromhex(
     "89534d580301" "12" "01000407" "0e100905" "08" "d5efffffffffff1f" "c3" "eea06ec6"  # header: level 3 record, CRC32
     "01" "cc03" "17" "5901b3a9" "5877534f"  # modelled block: raw length 460, payload 23, header CRC32, CRC32
     "81f5deb2e5291ec12beeae635f67bbae8820ebba32e5cf"  # the range coder's code word

@@ -1,5 +1,6 @@
-"""The pretrained SSM weights (issue 49, experiment): the weight file format round-trips, and a shipped
-weight file matches its provenance record in data/."""
+"""The pretrained SSM weights: the weight file format round-trips, a shipped weight file matches its
+provenance record in data/ and the source that names it, and a stream that needs weights this
+installation lacks is one clear error."""
 
 from __future__ import annotations
 
@@ -10,9 +11,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import statemix
+from statemix.models.bit import distribution
 from statemix.models.bit.distribution import SOURCE_WIDE_SSM, source_config
 from statemix.models.nn import pretrained
 from statemix.models.nn.layout import init_params
+
+from conftest import text_sample
 
 ROOT = Path(__file__).resolve().parent.parent
 PROVENANCE = ROOT / "data" / "pretrained-provenance.json"
@@ -41,3 +46,48 @@ def test_shipped_weights_match_their_provenance():
     assert record["corpus_sha256"] == corpus["sha256"]
     P = pretrained.load(path, source_config(SOURCE_WIDE_SSM, 20))
     assert np.all(np.isfinite(P))
+
+
+def test_the_pretrained_source_names_the_shipped_file():
+    record = json.loads(PROVENANCE.read_text())
+    name, sha256 = distribution.PRETRAINED[distribution.SOURCE_PRETRAINED_SSM]
+    assert record["weights"] == f"statemix/models/pretrained/{name}" and record["weights_sha256"] == sha256
+    weights = pretrained.shipped(name, sha256, source_config(distribution.SOURCE_PRETRAINED_SSM, 20))
+    assert np.array_equal(weights, pretrained.load(ROOT / record["weights"], source_config(SOURCE_WIDE_SSM, 20)))
+
+
+@pytest.fixture
+def move_weights(tmp_path, monkeypatch):
+    """A function that moves the package's weight folder to an empty ``tmp_path`` (the loaded files
+    forgotten); undone after the test."""
+    def move():
+        monkeypatch.setattr(pretrained, "SHIPPED", tmp_path)
+        pretrained._shipped_bytes.cache_clear()
+        return tmp_path
+
+    yield move
+    pretrained._shipped_bytes.cache_clear()
+
+
+def test_a_stream_that_needs_missing_or_other_weights_is_one_clear_error(move_weights):
+    data = text_sample(300)
+    stream = statemix.compress(data, level=3)  # the pretrained source: it needs its weight file
+    name, _ = distribution.PRETRAINED[distribution.SOURCE_PRETRAINED_SSM]
+    shipped = (pretrained.SHIPPED / name).read_bytes()
+    folder = move_weights()
+    with pytest.raises(statemix.StatemixError, match=f"pretrained weights {name} .*not installed"):
+        statemix.decompress(stream)
+    (folder / name).write_bytes(shipped[:-1] + bytes([shipped[-1] ^ 1]))
+    with pytest.raises(statemix.StatemixError, match=f"pretrained weights {name} installed are not those"):
+        statemix.decompress(stream)
+    with pytest.raises(statemix.StatemixError, match=name):
+        statemix.compress(data, level=3)
+    (folder / name).write_bytes(shipped)
+    assert statemix.decompress(stream) == data
+
+
+@pytest.mark.parametrize("level", [1, 2])
+def test_levels_without_the_pretrained_ssm_never_read_the_file(move_weights, level):
+    move_weights()
+    data = text_sample(2_000)
+    assert statemix.decompress(statemix.compress(data, level=level)) == data

@@ -92,14 +92,14 @@ BYTE_HISTORIES_MIN_FIT = 23
 #: 1.2 times the time; 1 mixer and 2**20 before).  Level 3's history (and match table) holds 2**24
 #: bytes, as level 2's, since kinds 52-60 (2**26 before the shape contexts 44-51, 2**25 before kinds
 #: 52-60: its tables would need more than the decoder's default limit; inputs under 16 MiB code as
-#: before).  Level 3's byte-distribution source is the SSM with the count models: from the wider SSM
-#: (source 3: d_model 64, no label smoothing, one Adam step per 16 bytes), -0.10% on enwik8_1M against
-#: source 2 in about the same time (93 s against 87 s in process; bench/RESULTS.md, issue 12).
+#: before).  Level 3's byte-distribution source is the pretrained SSM with the count models (source 4:
+#: the SSM of source 3, d_model 64, started from the weights shipped in the package and fine-tuned
+#: online; streams of source 3, the same SSM from random weights, decode as before).
 CM_LEVELS = {
     1: dict(table_bits=22, hist_bits=22, contexts=5, mixers=2, apms=1),
     2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=1,
             detector=2, byte_histories=True, revision=7),
-    3: dict(table_bits=25, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=3,
+    3: dict(table_bits=25, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=4,
             detector=2, byte_histories=True, revision=7),
 }
 #: Largest sizes any cm preset writes or wrote (level 3's history had 2**26 bytes before the shape

@@ -25,8 +25,9 @@ own float32 arithmetic follows the determinism rules of the ssm model.
 Sources, by the byte of cm's record: 0 none, ``SOURCE_COUNTS`` (1) the count models alone (the ssm
 preset "counts"), ``SOURCE_SSM`` (2) the SSM with them (the preset "mix" with label smoothing 0.12
 and two Adam steps per 32 bytes), ``SOURCE_WIDE_SSM`` (3) a wider SSM with them (d_model 64, no label
-smoothing, one Adam step per 16 bytes: on enwik8_1M at level 3 it gains 0.15% over the count models
-alone where source 2 gains 0.05%, in about the same time: 93 s against 87 s; bench/RESULTS.md).
+smoothing, one Adam step per 16 bytes), ``SOURCE_PRETRAINED_SSM`` (4) that SSM started from the
+pretrained weights :data:`PRETRAINED` names (a file shipped in the package, by name and sha256:
+:func:`..nn.pretrained.shipped`) and fine-tuned online at a tenth of source 3's learning rate.
 Memory: the ssm model's (2**table_bits n-gram buckets of 12 + 4 * slots bytes: up to model revision
 6 2**20 of 32 slots, 140 MiB; from revision 7 2**21 of 16, 152 MiB (cm.Config.source_table_bits);
 plus 20 MiB of the count models' history and match table, and the SSM's parameters and activations).
@@ -42,14 +43,21 @@ import numpy as np
 from ..._fmath import LANES
 from ..._jit import kernel, variant
 from .. import ssm_config
+from ..nn.pretrained import shipped, start_from
 from ..ssm import Model as SsmModel
 from ..tokenloop import learn_token, learn_token_no_ssm, predict_token, predict_token_no_ssm
 from ..tokenmix import SLOTS
 
-SOURCE_NONE, SOURCE_COUNTS, SOURCE_SSM, SOURCE_WIDE_SSM = 0, 1, 2, 3
-PRESETS = {SOURCE_COUNTS: "counts", SOURCE_SSM: "mix", SOURCE_WIDE_SSM: "mix"}
+SOURCE_NONE, SOURCE_COUNTS, SOURCE_SSM, SOURCE_WIDE_SSM, SOURCE_PRETRAINED_SSM = 0, 1, 2, 3, 4
+PRESETS = {SOURCE_COUNTS: "counts", SOURCE_SSM: "mix", SOURCE_WIDE_SSM: "mix", SOURCE_PRETRAINED_SSM: "mix"}
 NAMES = {SOURCE_COUNTS: "byte distribution (count models)", SOURCE_SSM: "byte distribution (SSM and count models)",
-         SOURCE_WIDE_SSM: "byte distribution (wide SSM and count models)"}
+         SOURCE_WIDE_SSM: "byte distribution (wide SSM and count models)",
+         SOURCE_PRETRAINED_SSM: "byte distribution (pretrained SSM and count models)"}
+
+#: source -> (weight file in statemix/models/pretrained/, its sha256): the SSM's starting weights.
+#: A file's bytes never change under its name; new weights are a new file and a new source.
+PRETRAINED = {SOURCE_PRETRAINED_SSM: ("ssm-v1.bin",
+                                      "e0b2f4cfd718bf6c6c8882374f0ce7be46b7c1a7be14ae0b1d4cd0007a5fd563")}
 
 #: The arrays the kernels take: the ssm network's (net, acts, grads), the count models' (counts, lc,
 #: ts), scratch for one byte (ex: the coded softmax, freqs, lanes), the prefix sums ``cum`` and
@@ -62,7 +70,8 @@ Arrays = namedtuple("Arrays", "net acts grads counts lc ts ex freqs lanes cum at
 #: must not reach old streams (a retuned source needs a new id; tests/test_models.py pins each
 #: source's whole ssm record)
 PINNED = {SOURCE_SSM: dict(smoothing=0.12, delay=0, chunk=32, iters_c=2),
-          SOURCE_WIDE_SSM: dict(delay=0, d_model=64)}
+          SOURCE_WIDE_SSM: dict(delay=0, d_model=64),
+          SOURCE_PRETRAINED_SSM: dict(delay=0, d_model=64, lr=0.0003, lr_min=0.0003)}
 
 
 def source_config(source: int, table_bits: int, slots: int = SLOTS) -> ssm_config.Config:
@@ -77,6 +86,8 @@ class Source:
 
     def __init__(self, source: int, table_bits: int, slots: int = SLOTS):
         self.model = SsmModel(source_config(source, table_bits, slots))
+        if source in PRETRAINED:
+            start_from(self.model.network, shipped(*PRETRAINED[source], self.model.model_config))
         self.ex = np.zeros(256, dtype=np.float32)
         self.freqs = np.zeros(256, dtype=np.int32)
         self.lanes = np.zeros(LANES, dtype=np.float32)

@@ -10,22 +10,28 @@ File (little-endian)::
 
 Dequantization is numpy float32 arithmetic (one product per value): the same bits everywhere.
 
-No stream uses them yet: a model record that names a weight file (its id and sha256) is to come with
-the pretrained SSM in the default (issue 49).  bench/pretrain_share.py measures what they are worth
-by starting cm's SSM source from them (:func:`start_from`) in its own process; data/pretrain.py
-writes them.
+The files shipped with the package live in ``statemix/models/pretrained/``; a byte-distribution
+source that starts from one (:data:`..bit.distribution.PRETRAINED`) names it and its sha256, and
+:func:`shipped` refuses a file that is missing or not those bytes.  data/pretrain.py writes them
+(their provenance: data/pretrained-provenance.json).
 """
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import struct
+from pathlib import Path
 
 import numpy as np
+
+from ..._errors import StatemixError
 
 from .layout import (A_LOG, CONV_B, CONV_W, DSKIP, DT_B, DT_W, EMB, HEAD, LN_B, LN_G, LNF_B, LNF_G, NT, WIN,
                      WOUT, WX, layout)
 
 MAGIC = b"SMXW"
+SHIPPED = Path(__file__).resolve().parent.parent / "pretrained"  # the package's weight files
 _HEADER = "<4sBBHBBBBBI"
 Q_FLOAT32, Q_INT8 = 0, 1
 
@@ -75,7 +81,11 @@ def save(path, config, P: np.ndarray, quant: int = Q_INT8) -> bytes:
 def load(path, config) -> np.ndarray:
     """The float32 parameters in ``path``, checked against ``config``'s architecture."""
     with open(path, "rb") as f:
-        raw = f.read()
+        return parse(f.read(), config, path)
+
+
+def parse(raw: bytes, config, path) -> np.ndarray:
+    """The float32 parameters in the weight file's bytes ``raw`` (read from ``path``)."""
     head = struct.calcsize(_HEADER)
     magic, version, quant, V, D, X, N, K, L, total = struct.unpack(_HEADER, raw[:head])
     want = (config.vocab, config.d_model, config.expand, config.d_state, config.conv, config.layers)
@@ -98,6 +108,26 @@ def load(path, config) -> np.ndarray:
     if pos != len(raw) or n != total:
         raise ValueError(f"{path}: wrong length")
     return P
+
+
+@functools.lru_cache(maxsize=4)
+def _shipped_bytes(name: str, sha256: str) -> bytes:
+    path = SHIPPED / name
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise StatemixError(f"the pretrained weights {name} (sha256 {sha256[:16]}...) are not installed: "
+                            f"{exc.strerror}") from None
+    if hashlib.sha256(raw).hexdigest() != sha256:
+        raise StatemixError(f"the pretrained weights {name} installed are not those the stream names "
+                            f"(sha256 {sha256[:16]}...)")
+    return raw
+
+
+def shipped(name: str, sha256: str, config) -> np.ndarray:
+    """The float32 parameters of the package's weight file ``name``, whose sha256 must be ``sha256``
+    (a :class:`StatemixError` naming the file otherwise); a new array each call."""
+    return parse(_shipped_bytes(name, sha256), config, name)
 
 
 def start_from(network, P: np.ndarray, learning_rate: float | None = None) -> None:
