@@ -57,7 +57,7 @@ NAMES = {SOURCE_COUNTS: "byte distribution (count models)", SOURCE_SSM: "byte di
 #: source -> (weight file in statemix/models/pretrained/, its sha256): the SSM's starting weights.
 #: A file's bytes never change under its name; new weights are a new file and a new source.
 PRETRAINED = {SOURCE_PRETRAINED_SSM: ("ssm-v1.bin",
-                                      "e0b2f4cfd718bf6c6c8882374f0ce7be46b7c1a7be14ae0b1d4cd0007a5fd563")}
+                                      "0f3218fdbc2a2eb871dd4c393e0b445d5f43a44623e9c424666e59222fb7f3b5")}
 
 #: The arrays the kernels take: the ssm network's (net, acts, grads), the count models' (counts, lc,
 #: ts), scratch for one byte (ex: the coded softmax, freqs, lanes), the prefix sums ``cum`` and
