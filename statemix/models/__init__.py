@@ -44,8 +44,8 @@ the word.  Adding it took three places:
    the letters so far, updated in ``text_update`` (``mix_hash(word, letter)`` on a letter, reset to 0
    after a non-letter, the finished word moved to ``WORD1``).  Contexts that are a function of the
    last bytes need nothing here.
-2. Its hash, in :mod:`.bit.contexts`: a new kind id and name at the end of ``NAMES`` ("word" is id 4),
-   its order in ``ORDERS`` (0 if it is not an order-n context) and a branch in ``context_hash``
+2. Its hash, in :mod:`.bit.contexts`: a new kind id and name at the end of ``NAMES`` (in
+   :mod:`.bit.kinds`; "word" is id 4), its order in ``ORDERS`` (0 if it is not an order-n context) and a branch in ``context_hash``
    (``mix_hash(word, 9 << 40)``, with a salt no other kind uses).
    Everything else follows from the component list: the context gets its own region of the
    bit-history table and its own state map, a mixer input and a run input, and the mixers' width

@@ -111,9 +111,10 @@ an 8-bit check, bytes 1..15 the bit-history states of the nibble's partial bits.
 neighbouring buckets the one whose check matches is used; otherwise the one whose first state has
 seen fewer bits is cleared and taken.
 
-Adding a context: a new id and name here and its branch in :func:`context_hash` (with any new byte
-state in :mod:`.text`), then its name in a preset's component list (:mod:`statemix.models.presets`);
-records that do not list it mean what they meant before.
+Adding a context: a new id and name at the end of :data:`.kinds.NAMES` (and its row in the table
+above), its branch in :func:`context_hash` (with any new byte state in :mod:`.text`), then its name
+in a preset's component list (:mod:`statemix.models.presets`); records that do not list it mean what
+they meant before.
 """
 
 from __future__ import annotations
@@ -123,20 +124,9 @@ import numpy as np
 from ..._jit import kernel
 from . import image, instructions, record, text
 from .hashing import mix_hash, order6_hash, wrapping_add
+from .kinds import IDS, NAMES  # noqa: F401  (the kinds' names, data only; IDS re-exported)
 from .tables import LUT_SEEN
 
-#: context kind id -> name, in id order (the order of the first records: see cm.Config)
-NAMES = ("order 2", "order 3", "order 4", "order 6", "word", "order 5", "word pair", "sparse", "order 8",
-         "order 1 history", "word trio", "skip word", "above", "column", "indirect 1", "indirect 2", "markup",
-         "classes", "word and classes", "sparse 2", "line start", "record above", "record rows",
-         "record neighbours", "record column", "image", "image rows", "pixels",
-         "pixels wide", "gray gradient", "gray above", "gray vertical", "x86 instruction", "x86 opcodes",
-         "letters", "word opener", "markup name", "word in markup", "name position",
-         "last word", "token", "sentence", "next word", "emphasis", "class runs", "runs order 2", "classes order 2",
-         "line and markup", "classes and last word", "line and word", "markup order 3", "line and classes",
-         "runs and last word", "cased word pair", "shape order 2", "runs order 3", "sixteen runs", "token pair",
-         "word two back", "word and runs", "column and classes")
-IDS = {name: kind for kind, name in enumerate(NAMES)}
 #: kinds whose regions are a quarter of the others' (from model revision 5 half, at most 8 MiB: see
 #: cm.Config.region_bits): four text contexts
 #: that joined levels 2 and 3 together (issue 12; no earlier preset used them), which gain nearly as
