@@ -50,7 +50,7 @@ the word.  Adding it took three places:
    Everything else follows from the component list: the context gets its own region of the
    bit-history table and its own state map, a mixer input and a run input, and the mixers' width
    grows by two.
-3. A preset that uses it: add its id to the level's ``kinds`` in ``presets.CM_LEVELS`` (the
+3. A preset that uses it: add its name to the level's ``kinds`` in ``presets.CM_LEVELS`` (the
    component set, e.g. ``presets.TEXT_KINDS``).  Such a record carries the set as a mask
    (``00 02 ...``, see ``cm.Config``), so a stream written before the new kind existed decodes
    exactly as it did, and one that uses it is refused by a build that does not know it.

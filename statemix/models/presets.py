@@ -3,17 +3,21 @@
 A preset is data only (no numba, no allocation), so the command line, ``statemix -l`` and the
 record checks can read it cheaply.  Changing a number here changes the output of that level (the
 golden tests in tests/test_determinism.py and tests/test_api.py pin it); the record bounds below are
-the largest values any preset can produce, so a record outside them is refused as corrupt before a
-byte is allocated.
+the largest values any preset writes or wrote, so a record outside them is refused as corrupt before
+a byte is allocated.
 
 cm (model id 1), per level: ``table_bits`` (log2 bytes of bit-history states per hashed context),
 ``hist_bits`` (log2 bytes of the match model's history), ``contexts``, ``mixers``, ``apms``, and
-optionally ``kinds``, the component list (context kinds of ``statemix.models.bit.contexts``; without
-it the level writes the first, 5-byte record: the first ``contexts`` kinds), ``source`` (the byte-distribution
-input), ``detector`` (the record detector's revision, ``statemix.models.bit.record``) and ``revision`` (the
-model's revision: constants without a field of their own, cm's Config).  Level 1 trades size for
-speed.  With ``size_hint`` (the input length, when known) both sizes shrink to
-``fit = max(12, bit_length(8 * size))``: ``table_bits <= fit + 2`` and ``hist_bits <= max(16, fit)``.
+optionally ``kinds``, the component list (context kind ids, named in ``statemix.models.bit.kinds``;
+without it the level writes the first, 5-byte record: the first ``contexts`` kinds), ``source`` (the
+byte-distribution input), ``detector`` (the record detector's revision,
+``statemix.models.bit.record``), ``byte_histories`` (the contexts' byte histories,
+``statemix.models.bit.byte_history``) and ``revision`` (the model's revision: constants without a
+field of their own, cm's Config).  Level 1 trades size for speed; level 2 is the whole model; level 3
+is level 2 with larger regions and the pretrained SSM as its byte-distribution source.  With
+``size_hint`` (the input length, when known) both sizes shrink to ``fit = max(12, bit_length(8 *
+size))``: ``table_bits <= fit + 2`` and ``hist_bits <= max(16, fit)``; below 512 KiB there are no
+byte histories.
 
 ssm (model id 2), per level: a named preset of :data:`SSM_PRESETS` and extra ``table_bits`` (log2 of
 the n-gram buckets), shrunk to ``max(12, bit_length(size))`` for small inputs.  Level 1 is the count
@@ -21,6 +25,8 @@ models alone (no SSM), 2 the SSM with the count models, 3 the same with twice th
 """
 
 from __future__ import annotations
+
+from .bit.kinds import IDS
 
 DEFAULT_LEVEL = 2
 LEVELS = (1, 2, 3)
@@ -30,71 +36,57 @@ LEVELS = (1, 2, 3)
 MODELS = ("cm", "ssm")
 
 CM_FIELDS = ("table_bits", "hist_bits", "contexts", "mixers", "apms")
-#: The components of levels 2 and 3: the ten of the first records (orders 1-6 and 8, word, word pair,
-#: sparse), the text contexts a greedy search on 300 kB of enwik8 added, in the order it added them
-#: (bench/RESULTS.md, issue 12): markup, classes, indirect 1, word and classes, skip word, indirect 2;
-#: and four that pay at 1 and 3 MB, though under the search's 0.05% each at 300 kB: word trio,
-#: column, sparse 2, line start (-0.18% on enwik8_1M, -0.24% on enwik8_3M together, with their
-#: regions a quarter of the others').  Orders 3, 5 and 6 gave way to letters, word opener and markup
-#: name (the text state's words of the same names), each of which gained more than the order it
-#: replaced: -0.26% on enwik8_1M in the same time and memory (bench/RESULTS.md).  Then word in
-#: markup and name position: -0.18% on enwik8_1M (bench/RESULTS.md).  Then last word, token and
-#: sentence, the best three of twenty candidates added one at a time, and next word and emphasis,
-#: the best pair of six more added to those three (-0.32% on enwik8_1M together, bench/RESULTS.md).
-#: Then eight contexts of the text's shape (class runs, byte classes, the line's first byte, the
-#: markup state) with the last bytes or words, the best eight of 31 candidates screened on top of
-#: those (-0.85% on enwik8_1M, -0.93% on enwik8_3M together, bench/RESULTS.md).  Then five more of
-#: them (class runs with the last word, with c3 c2 c1 and with the 8 runs before; the cased word pair;
-#: 2-bit classes of 16 bytes with c2 c1), the best five of nine screened on top of those eight, with
-#: model revision 5, and four more (token pair, the word two back, the word with the class runs and
-#: the markup state, the column with the classes), each -0.02% on enwik8_3M in round 3 of the screen,
-#: -0.07% together (bench/RESULTS.md).
-TEXT_KINDS = tuple(sorted((0, 2, 4, 6, 7, 8, 9, 16, 17, 14, 18, 11, 15, 10, 13, 19, 20, 34, 35, 36, 37, 38,
-                           39, 40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52, 53, 54, 55, 56, 57, 58,
-                           59, 60)))
-#: and the structure contexts (issue 14: fixed-size records, tables, one-bit and 8-bit images), idle
-#: while no record or image row is found, so text pays little for them (bench/RESULTS.md)
-STRUCTURE_KINDS = tuple(range(21, 32))
-#: and the x86 instruction contexts, idle outside blocks coded as x86 code (bench/RESULTS.md: -5.5% on
-#: /usr/bin/bash)
-INSTRUCTION_KINDS = (32, 33)
+
+
+def _kinds(*names: str) -> tuple[int, ...]:
+    """The ids of the context kinds ``names`` (:data:`.bit.kinds.NAMES`), sorted."""
+    return tuple(sorted(IDS[name] for name in names))
+
+
+#: The text contexts of levels 2 and 3 (never idle), by what they read; what each hashes is in
+#: .bit.contexts, what each gained when it joined in bench/RESULTS.md.  Orders 3, 5 and 6 are not
+#: among them: letters, word opener and markup name gain more in their place.
+TEXT_KINDS = _kinds(
+    # the last bytes, and the bytes that followed them before
+    "order 1 history", "order 2", "order 4", "order 8", "sparse", "sparse 2", "indirect 1", "indirect 2",
+    # words and tokens
+    "word", "word pair", "word trio", "skip word", "last word", "word two back", "next word", "cased word pair",
+    "word opener", "letters", "token", "token pair", "sentence",
+    # markup
+    "markup", "markup name", "word in markup", "name position", "emphasis", "markup order 3",
+    # the line
+    "column", "line start", "line and markup", "line and word", "line and classes", "column and classes",
+    # the text's shape: the classes of the last bytes, and the runs of bytes of one class
+    "classes", "classes order 2", "word and classes", "classes and last word", "shape order 2",
+    "class runs", "runs order 2", "runs order 3", "runs and last word", "sixteen runs", "word and runs",
+)
+#: The structure contexts (fixed-size records and tables, one-bit and 8-bit images): idle while the
+#: record detector finds no record or image row, so text pays little for them.
+STRUCTURE_KINDS = _kinds("record above", "record rows", "record neighbours", "record column",
+                         "image", "image rows", "pixels", "pixels wide",
+                         "gray gradient", "gray above", "gray vertical")
+#: The x86 instruction contexts: idle outside blocks coded as x86 code.
+INSTRUCTION_KINDS = _kinds("x86 instruction", "x86 opcodes")
+#: The component list of levels 2 and 3, in id order (the model puts its text contexts first:
+#: cm.Config.context_kinds).
 CM_KINDS = tuple(sorted(TEXT_KINDS + STRUCTURE_KINDS + INSTRUCTION_KINDS))
-#: Levels 2 and 3 have byte histories (bench/RESULTS.md, issue 12: at level 2 they gain 0.26% on
-#: enwik8_1M and 0.48% on enwik8_3M for 1.2 times the time, since the kernels count no references;
-#: level 2 had none while they took it past issue 12's 60 s per MB).  Level 2's contexts at 32 MiB
-#: regions gained only 0.03% and 0.14% more: not taken.
-#: Byte histories cost small inputs (their inputs learn slowly: +1-2% on the 4-50 kB Calgary and
-#: Canterbury texts, +0.55% at 100 kB of enwik8, +0.38% at 500 kB of book1; −0.08% at 500 kB of enwik8,
-#: −0.26% at 1 MB): a preset sized to an input under 512 KiB (a fit, see cm_fit, under
-#: BYTE_HISTORIES_MIN_FIT) has none; one for an input of unknown size has them.
+#: Levels 2 and 3 give their contexts byte histories (.bit.byte_history).  Byte histories learn slowly
+#: and cost small inputs, so a preset sized to an input under 512 KiB (a fit under
+#: BYTE_HISTORIES_MIN_FIT, see cm_fit) has none; one for an input of unknown size has them.
 BYTE_HISTORIES_MIN_FIT = 23
-#: Levels 2 and 3 have model revision 1 (the mixers' initial weights and learning rates,
-#: .bit.mixer.REVISIONS) and an eighth mixer, selected by the character classes of c2 and c1 with c0
-#: (bench/RESULTS.md, issue 12: together -1.1% on enwik8_1M, for 1.04 times the time); then model
-#: revision 2 (the APMs train both buckets, the match model's length input) and a ninth mixer,
-#: selected by the word position, the markup state and c0 (bench/RESULTS.md, issue 12: together -0.42% on
-#: enwik8_1M and -0.43% on enwik8_3M, for about 1.09 times the time).
-#: Then model revision 3: the mixers' rate boosted per weight set while it is young, not for the
-#: stream, on half the base rate (bench/RESULTS.md, issue 12: -0.41% on enwik8_1M).  Then model
-#: revision 4 and a fifth APM: the final mixer's weight sets by half the word position, the APMs'
-#: share of the coded probability 15/16, the fifth APM keyed by the word pair (bench/RESULTS.md,
-#: issue 12: -0.08% on enwik8_1M, -0.13% on enwik8_3M, in the same time, 8 MiB more).  Then model
-#: revision 5: the small text contexts' regions half the others', at most 8 MiB, not a quarter
-#: (bench/RESULTS.md, issue 12: -0.11% on enwik8_3M at level 2; level 3's stay 8 MiB).  Then model
-#: revision 6: mixer 3 selected by the byte-distribution source's most likely byte while the match
-#: model has none, and at most 2**20 byte-history entries per context (bench/RESULTS.md, issue 12:
-#: -0.04% on enwik8_1M and enwik8_3M; level 3's bound 84 MiB less).  Then model revision 7: the
-#: small text contexts' regions the others' up to 16 MiB (level 2's; level 3's stay 8 MiB), and the
-#: byte-distribution source's count models in twice the buckets of 16 slots, not 32, in about the same
-#: memory (bench/RESULTS.md, issue 12: -0.10% and -0.06% on enwik8_3M at level 2; its bound 1,013 ->
-#: 1,257 MiB, after 16-bit slots took it from 1,141 to 1,013 MiB).
-#: Level 1 has 2 mixers and 2**22-byte regions (bench/RESULTS.md, issue 12: -2.4% on enwik8_1M for
-#: 1.2 times the time; 1 mixer and 2**20 before).  Level 3's history (and match table) holds 2**24
-#: bytes, as level 2's, since kinds 52-60 (2**26 before the shape contexts 44-51, 2**25 before kinds
-#: 52-60: its tables would need more than the decoder's default limit; inputs under 16 MiB code as
-#: before).  Level 3's byte-distribution source is the pretrained SSM with the count models (source 4:
-#: the SSM of source 3, d_model 64, started from the weights shipped in the package and fine-tuned
-#: online; streams of source 3, the same SSM from random weights, decode as before).
+#: Level 1 is built for speed: the first record's five contexts (order 2, order 3, order 4, order 6,
+#: word), 2 mixers, one APM, 2**22-byte regions and history.
+#: Level 2 is the whole model: the components of CM_KINDS with regions sized from 2**24 bytes (each
+#: kind's: cm.Config.region_bits), a 2**24-byte history, nine mixers (what selects each one's weights:
+#: .bit.mixer), five APMs (.bit.sse), the count models as byte-distribution source (source 1,
+#: .bit.distribution), record detector 2 (.bit.record), byte histories, and model revision 7 (the
+#: constants without a field of their own: cm.Config).
+#: Level 3 is level 2 with regions sized from 2**25 bytes (twice level 2's, but the small text
+#: contexts' stay 8 MiB) and the pretrained SSM with the count models as its byte-distribution
+#: source (source 4: the SSM of source 3, d_model 64, started from the weights shipped in the package
+#: and fine-tuned online; streams of source 3, the same SSM from random weights, decode as before).
+#: Its history (and match table) holds 2**24 bytes, as level 2's: with more, its tables would need
+#: more than the decoder's default memory limit.
 CM_LEVELS = {
     1: dict(table_bits=22, hist_bits=22, contexts=5, mixers=2, apms=1),
     2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=1,
