@@ -40,9 +40,11 @@ import hashlib
 import json
 import os
 import re
+import struct
 import subprocess
 import sys
 import tarfile
+import zlib
 from pathlib import Path
 
 MAX_FILE = 200_000
@@ -90,11 +92,14 @@ _CHATTERBOT_LANGS = ("bengali", "chinese", "dutch", "french", "german", "hebrew"
 SOURCES_V2 = [
     # narrative English prose: essays, satire, lexicon stories, a narrative HOWTO (all public domain)
     ("prose", "deb", "jargon-text", "4.4.7-4.1", "public domain (The Jargon File 4.4.7)",
-     ["usr/share/doc/jargon-text"], 1_400_000, 200_000, r"^jargon\.txt\.gz$", 20_000),
+     ["usr/share/doc/jargon-text"], 1_400_000, 150_000, r"^jargon\.txt\.gz$", 20_000),
     ("prose", "deb", "dict-devil", "1.0-13.1", "public domain (Ambrose Bierce, The Devil's Dictionary, 1911)",
      ["usr/share/dictd"], 300_000, 60_000, r"\.dict\.dz$", 10_000),
     ("prose", "deb", "abs-guide", "10-4", "public domain (Advanced Bash-Scripting Guide 10)",
-     ["usr/share/doc/abs-guide/html"], 1_500_000, 200_000, r"\.html$", 100_000),
+     ["usr/share/doc/abs-guide/html"], 1_000_000, 100_000, r"\.html$", 100_000),
+    # fiction: Jane Austen's six novels (public domain texts; the package MIT), R character vectors, a line each
+    ("prose", "deb", "r-cran-janeaustenr", "1.0.0-1", "MIT (the package); the novels (1811-1817) public domain",
+     ["usr/lib/R/site-library/janeaustenr/data"], 2_500_000, 150_000, r"^Rdata\.rdb$", 50_000),
     ("prose", "deb", "fortunes-bofh-excuses", "1.2-3", "public domain", ["usr/share/games/fortunes"],
      40_000, 0, r"^bofh-excuses$", 0),
     # wiki-like markup that is not Wikipedia: Trac wiki pages, ikiwiki (Markdown wiki) pages, reStructuredText
@@ -110,7 +115,7 @@ SOURCES_V2 = [
     ("logs", "pypi", "zat", "0.4.9", "MIT", ["data"], 420_000, 140_000, r"\.log$", 50_000),
     # CSV proper
     ("csv", "pypi", "pvlib", "0.16.1", "BSD-3-Clause (data: NREL TMY3 and SAM libraries)", ["pvlib/data"],
-     2_000_000, 250_000, r"(?i)\.csv$", 100_000),
+     1_500_000, 250_000, r"(?i)\.csv$", 100_000),
     ("csv", "deb", "python3-statsmodels", "0.13.5+dfsg-7", "BSD-3-Clause (only the datasets marked public domain)",
      [f"usr/lib/python3/dist-packages/statsmodels/datasets/{d}" for d in _STATSMODELS_PD], 800_000, 100_000,
      r"\.csv$", 50_000),
@@ -279,9 +284,47 @@ def select(tree: Path, folders, budget: int, pattern: str, bench_lines: set[byte
     return taken
 
 
+def r_strings(raw: bytes) -> bytes | None:
+    """The text of an R lazy-load database (.rdb) of character vectors, one line per element.
+
+    The database is a sequence of objects, each a 4-byte length and a zlib stream of the object serialized
+    by R in XDR format (``X\\n``, versions, then the vector: flags, length, and per element flags, length,
+    bytes).  None if an object is not a plain character vector.
+    """
+    lines, pos = [], 0
+    while pos < len(raw):
+        stream = zlib.decompressobj()
+        obj = stream.decompress(raw[pos + 4:])
+        pos = len(raw) - len(stream.unused_data)
+        if obj[:2] != b"X\n":
+            return None
+        (version,) = struct.unpack(">i", obj[2:6])
+        at = 14
+        if version == 3:
+            (size,) = struct.unpack(">i", obj[at:at + 4])
+            at += 4 + size
+        flags, count = struct.unpack(">ii", obj[at:at + 8])
+        at += 8
+        if flags & 0xFF != 16 or flags & 0x200:  # STRSXP without attributes
+            return None
+        for _ in range(count):
+            flags, size = struct.unpack(">ii", obj[at:at + 8])
+            at += 8
+            if size < 0:  # NA
+                lines.append(b"")
+                continue
+            lines.append(obj[at:at + size])
+            at += size
+    return b"\n".join(lines) + b"\n"
+
+
 def read_whole(path: Path) -> bytes | None:
-    """The whole text of ``path`` (decompressed if .gz or .dz), None if it is not UTF-8 text."""
+    """The whole text of ``path`` (decompressed if .gz or .dz, decoded if an R .rdb), None if not UTF-8 text."""
     raw = path.read_bytes()
+    if path.suffix == ".rdb":
+        raw = r_strings(raw)
+        if raw is None:
+            return None
     if path.suffix in (".gz", ".dz"):
         try:
             raw = gzip.decompress(raw)
