@@ -248,15 +248,21 @@ def read_text(path: Path) -> bytes | None:
     return raw
 
 
-def select(tree: Path, folders, budget: int, pattern: str, bench_lines: set[bytes], skipped: dict):
-    """(relative path, bytes) of the files taken from ``tree``."""
+def matching_files(tree: Path, folders, pattern: str) -> list[str]:
+    """The paths, relative to ``tree``, of the regular files under ``folders`` whose names match ``pattern``."""
     rx = re.compile(pattern)
-    candidates = []
+    paths = []
     for folder in folders:
         root = tree / folder if folder else tree
         for path in root.rglob("*"):
             if path.is_file() and not path.is_symlink() and rx.search(path.name):
-                candidates.append(str(path.relative_to(tree)))
+                paths.append(str(path.relative_to(tree)))
+    return paths
+
+
+def select(tree: Path, folders, budget: int, pattern: str, bench_lines: set[bytes], skipped: dict):
+    """(relative path, bytes) of the files taken from ``tree``."""
+    candidates = matching_files(tree, folders, pattern)
     candidates.sort(key=lambda rel: hashlib.sha256(rel.encode()).digest())
     taken, total = [], 0
     for rel in candidates:
@@ -373,15 +379,8 @@ def select_v2(tree: Path, folders, budget: int, heldout: int, pattern: str, piec
     set takes them until ``heldout`` (the last one cut to fit; first, so that a small source still has
     one), the corpus the next ones until ``budget`` (likewise); no file or piece is in both.
     """
-    rx = re.compile(pattern)
-    paths = []
-    for folder in folders:
-        root = tree / folder if folder else tree
-        for path in root.rglob("*"):
-            if path.is_file() and not path.is_symlink() and rx.search(path.name):
-                paths.append(str(path.relative_to(tree)))
     units = []
-    for rel in sorted(paths):
+    for rel in sorted(matching_files(tree, folders, pattern)):
         why = excluded(rel)
         if why:
             skipped[why] = skipped.get(why, 0) + 1
