@@ -12,6 +12,11 @@ ROOT = Path(__file__).resolve().parent.parent
 SHARED_DATA = ROOT.parent / "shared" / "data"
 
 
+#: Tests that compile level 3 or the ssm model in process run in one test worker (pytest -n): the one
+#: that test_determinism's fixture makes compile every model, so those compiles are paid once.
+EVERY_MODEL = pytest.mark.xdist_group("every-model")
+
+
 def shared_file(*parts: str) -> Path:
     """Return a file of ../shared/data, or skip the test when this machine does not have it."""
     path = SHARED_DATA.joinpath(*parts)

@@ -26,7 +26,7 @@ import statemix
 from statemix import Compressor, Decompressor, StatemixError, StatemixFile, container
 from statemix.models import spec_for_level
 
-from conftest import text_sample
+from conftest import EVERY_MODEL, text_sample
 
 # ---------------------------------------------------------------------------------------------------
 # Inputs and their streams (computed once, lazily, so that collection does not load the kernels)
@@ -428,6 +428,7 @@ def test_compressor_without_size_hint_round_trips():
     assert statemix.decompress(out) == data
 
 
+@EVERY_MODEL
 @pytest.mark.parametrize("level", [1, 2, 3])
 def test_levels_round_trip(level):
     out = statemix.compress(TEXT, level=level)
@@ -1042,6 +1043,7 @@ def test_file_failed_construction_can_still_be_closed(tmp_path, mode, options):
     assert f.closed
 
 
+@EVERY_MODEL
 def test_file_level_is_recorded_in_the_stream():
     outputs = []
     for level in (1, 3):
@@ -1244,6 +1246,7 @@ GOLDEN_SSM_SMOOTHED = bytes.fromhex(
 )
 
 
+@EVERY_MODEL
 def test_golden_ssm_stream_with_label_smoothing_still_decodes():
     assert statemix.decompress(GOLDEN_SSM_SMOOTHED) == GOLDEN_INPUT
     assert statemix.compress(GOLDEN_INPUT, model="ssm") != GOLDEN_SSM_SMOOTHED
@@ -1506,6 +1509,7 @@ GOLDEN_TEXT_LEVEL3_16_CONTEXTS = bytes.fromhex(
 )
 
 
+@EVERY_MODEL
 def test_golden_streams_at_every_level():
     # a small size_hint shrinks the tables of levels 2 and 3 to the same size: level 3 differs by its
     # byte-distribution source (the SSM), level 1 by everything

@@ -19,10 +19,12 @@ import pytest
 
 import statemix
 from statemix.models import ssm
+from conftest import EVERY_MODEL
 from determinism_probe import probe_originals, probe_streams
 
-#: the module's tests share a costly module fixture: one test worker runs them all (pytest -n)
-pytestmark = pytest.mark.xdist_group("determinism")
+#: the module's tests share a costly module fixture, which compiles every model: one test worker runs
+#: them all (pytest -n), with the other tests that compile level 3 or the ssm model (conftest)
+pytestmark = EVERY_MODEL
 
 HERE = Path(__file__).resolve().parent
 
