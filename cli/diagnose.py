@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from .main import compile_notices
+from .messages import compile_notices
 
 
 def _table(report) -> str:

@@ -18,17 +18,17 @@ escaped, so every message is one line.
 from __future__ import annotations
 
 import contextlib
-import logging
 from decimal import Decimal
 import os
 import re
 import signal
 import stat
 import sys
-import threading
 import time
 
 import click
+
+from .messages import compile_notices, escape, say
 
 
 SUFFIX = ".smx"
@@ -106,67 +106,6 @@ class _Output:
             raise Problem(f"{self._name}: cannot write: {exc.strerror or exc}") from None
 
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
-
-
-def _escape(text: str) -> str:
-    """``text`` with control characters (and undecodable file name bytes) escaped: one line."""
-    return _CONTROL.sub(lambda m: m.group().encode("unicode_escape", "backslashreplace").decode("ascii"), text)
-
-
-def _say(message: str) -> None:
-    click.echo(f"statemix: {_escape(message)}", err=True)
-
-
-class _Notices(logging.Handler):
-    """The library's messages (a compile about to start) as statemix's one-line messages."""
-
-    def emit(self, record: logging.LogRecord) -> None:
-        _say(record.getMessage())
-
-
-@contextlib.contextmanager
-def compile_notices(quiet: bool, ticking: bool):
-    """Say on standard error when a compile of more than about a second starts (unless ``quiet``);
-    with ``ticking`` (-v on a terminal) count its seconds on one line until it ends."""
-    logger = logging.getLogger("statemix")
-    handler = _Notices()
-    if not quiet:
-        logger.addHandler(handler)
-        logger.setLevel(logging.INFO)
-    done = threading.Event()
-    ticker = threading.Thread(target=_tick, args=(done,), daemon=True) if ticking and not quiet else None
-    if ticker is not None:
-        ticker.start()
-    try:
-        yield
-    finally:
-        done.set()
-        if ticker is not None:
-            ticker.join()
-        logger.removeHandler(handler)
-
-
-def _tick(done: threading.Event) -> None:
-    """Show the seconds of each compile under way (from the second one on), then clear the line."""
-    from statemix._jit import compile_elapsed
-
-    shown = False
-    while not done.wait(0.5):
-        elapsed = compile_elapsed()
-        if elapsed is not None and elapsed >= 1:
-            sys.stderr.write(f"\rstatemix: compiling ... {elapsed:.0f} s\x1b[K")
-            sys.stderr.flush()
-            shown = True
-        elif shown:
-            sys.stderr.write("\r\x1b[K")
-            sys.stderr.flush()
-            shown = False
-    if shown:
-        sys.stderr.write("\r\x1b[K")
-        sys.stderr.flush()
-
-
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -229,7 +168,7 @@ def _progress(total: int | None, name: str, enabled: bool):
         width, height = size.columns or 80, size.lines or 24
     except (OSError, ValueError):
         width, height = 80, 24
-    return tqdm(total=total, desc=_escape(name), unit="B", unit_scale=True, unit_divisor=1024, ncols=width,
+    return tqdm(total=total, desc=escape(name), unit="B", unit_scale=True, unit_divisor=1024, ncols=width,
                 nrows=height, disable=not enabled, leave=False, file=sys.stderr)
 
 
@@ -399,7 +338,7 @@ def _process(path: str, opts: dict) -> None:
         if path != "-":
             src.close()
     if opts["verbose"]:
-        _say(f"{result}, {time.perf_counter() - started:.2f} s")
+        say(f"{result}, {time.perf_counter() - started:.2f} s")
     if remove:
         now = os.stat(path)
         if not os.path.samestat(now, opened):  # renamed, or replaced meanwhile
@@ -424,22 +363,22 @@ def _list(paths: list[str], verbose: bool) -> int:
             with src, _waiting():  # a FIFO may never end
                 streams = statemix.read_info(src)
         except statemix.StatemixError as exc:
-            _say(f"{path}: {exc}")
+            say(f"{path}: {exc}")
             status = EXIT_ERROR
             continue
         except OSError as exc:
-            _say(f"{path}: {exc.strerror or exc}")
+            say(f"{path}: {exc.strerror or exc}")
             status = EXIT_ERROR
             continue
         except Problem as exc:
-            _say(str(exc))
+            say(str(exc))
             status = max(status, exc.status)
             continue
         packed = sum(s.compressed_size + s.index_size for s in streams)  # the whole file, as xz -l
         unpacked = sum(s.uncompressed_size for s in streams)
         ratio = f"{packed / unpacked:.3f}" if unpacked else "---"
         blocks = sum(len(s.blocks) for s in streams)
-        click.echo(f"{len(streams):>5} {blocks:>6} {packed:>12} {unpacked:>12} {ratio:>6}  CRC32  {_escape(path)}")
+        click.echo(f"{len(streams):>5} {blocks:>6} {packed:>12} {unpacked:>12} {ratio:>6}  CRC32  {escape(path)}")
         if verbose:
             for number, s in enumerate(streams, 1):
                 kinds = ", ".join(f"{b.kind} {b.raw_length}->{b.payload_length}" for b in s.blocks)
@@ -548,13 +487,13 @@ def _process_reported(path: str, opts: dict, quiet: bool) -> int:
         _process(path, opts)
     except Problem as exc:
         if exc.status == EXIT_ERROR or not quiet:
-            _say(str(exc))
+            say(str(exc))
         return exc.status
     except (statemix.StatemixError, EOFError) as exc:
-        _say(f"{'(stdin)' if path == '-' else path}: {exc}")
+        say(f"{'(stdin)' if path == '-' else path}: {exc}")
         return EXIT_ERROR
     except OSError as exc:
-        _say(f"{exc.filename or path}: {exc.strerror or exc}")
+        say(f"{exc.filename or path}: {exc.strerror or exc}")
         return EXIT_ERROR
     return EXIT_OK
 
@@ -575,10 +514,10 @@ def run(argv: list[str] | None = None) -> None:
     except click.exceptions.Exit as exc:
         status = exc.exit_code
     except click.ClickException as exc:
-        _say(exc.format_message())
+        say(exc.format_message())
         status = EXIT_ERROR
     except (KeyboardInterrupt, Interrupted, click.exceptions.Abort):
-        _say("interrupted; what was written to standard output stays there" if _to_stdout else
+        say("interrupted; what was written to standard output stays there" if _to_stdout else
              "interrupted; no output file was left behind")
         status = EXIT_ERROR
     except BrokenPipeError:
@@ -613,6 +552,6 @@ def _drop_stdout() -> None:
 
 def _stdout_failed(exc: OSError) -> int:
     """Report that standard output could not be written (full disk, /dev/full), in one line."""
-    _say(f"(stdout): cannot write: {exc.strerror or exc}")
+    say(f"(stdout): cannot write: {exc.strerror or exc}")
     _drop_stdout()
     return EXIT_ERROR

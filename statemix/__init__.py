@@ -13,7 +13,8 @@ from __future__ import annotations
 from importlib.metadata import PackageNotFoundError, version as _version
 
 from ._errors import StatemixError
-from .codec import Compressor, Decompressor, StreamsDecompressor, check_options
+from .codec import Decompressor, StreamsDecompressor, check_options
+from .compressor import Compressor
 from .file import StatemixFile, open
 from .info import StreamInfo, read_info
 

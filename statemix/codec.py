@@ -1,6 +1,6 @@
 """Incremental compressor and decompressor objects: the container format driven by a model.
 
-:class:`Compressor` cuts its input into blocks (``container.block_limit``: 16 KiB, doubling up to
+:class:`StreamCompressor` cuts its input into blocks (``container.block_limit``: 16 KiB, doubling up to
 1 MiB, so a reader gets its first verified bytes after little work) and codes each with the stream's
 model and with zstandard (level 19); the smallest of the model's code word, the zstandard frame and
 the data itself is written.  So no block costs more than zstd -19 or storing.  A block that
@@ -25,7 +25,7 @@ Both take ``progress``, a callable given the number of uncompressed bytes proces
 calls it between steps of at most about 0.1 s, so a progress bar moves and an exception raised from it
 (an interruption) takes effect promptly.  Such an exception leaves the object unusable.
 
-Memory: the model's bound (``statemix.models.memory_needed``) plus, for a Compressor, at most one
+Memory: the model's bound (``statemix.models.memory_needed``) plus, for a StreamCompressor, at most one
 block of input (and its zstandard frame); for a Decompressor one block of input and its output.  Neither
 object is thread-safe: use one per thread (two objects in two threads are independent and give the
 same bytes as alone), and neither can be pickled.
@@ -114,31 +114,16 @@ class Unpicklable:
         raise TypeError(f"cannot pickle {type(self).__name__!r} object")
 
 
-class Compressor(Unpicklable):
-    """Compress data incrementally into one statemix stream (like lzma.LZMACompressor).
+class StreamCompressor(Unpicklable):
+    """Compress data incrementally into one statemix stream: what :class:`statemix.Compressor` runs
+    for an unsegmented stream, and for each segment of a segmented file (:mod:`statemix.segments`).
 
-    ``model`` ("cm", the default, or "ssm") and ``level`` (1-3) select the model (they change the
-    output and are recorded in the stream).  ``size_hint``, the total input length when known, lets
-    small inputs use smaller tables (changes the output; recorded).  ``segment_size`` (bytes) makes
-    a segmented file (``statemix.segments``: independent streams of that many bytes each, coded by
-    ``threads`` workers, and a seek index).  ``threads`` and ``progress`` only change speed and
-    reporting.
+    ``level``, ``model``, ``size_hint``, ``threads`` and ``progress`` as statemix.Compressor takes
+    them (already checked).
     """
 
     def __init__(self, *, level: int | None = None, model: str | None = None,
-                 size_hint: int | None = None, threads: int | None = None, segment_size: int | None = None,
-                 progress=None):
-        check_options(level=level, model=model, threads=threads, segment_size=segment_size)
-        if size_hint is not None:
-            size_hint = operator.index(size_hint)
-        self._segments = None
-        self._finished = False
-        if segment_size is not None:
-            from .segments import SegmentWriter
-
-            self._segments = SegmentWriter(segment_size, level=level, model=model,
-                                           threads=threads or 1, progress=progress)
-            return
+                 size_hint: int | None = None, threads: int | None = None, progress=None):
         self._spec = spec_for_level(level, size_hint, model)
         self._threads = threads or 1
         _set_threads(threads)
@@ -149,16 +134,10 @@ class Compressor(Unpicklable):
         self._length = 0
         self._crc = 0
         self._started = False
-        self._finished = False
 
     def compress(self, data) -> bytes:
-        """Take more input; return whatever compressed bytes are ready."""
-        if self._finished:
-            raise ValueError("compressor already flushed")
-        view = memoryview(data).cast("B")
-        if self._segments is not None:
-            return self._segments.compress(view)
-        self._pending += view
+        """Take more input (a bytes-like object of bytes); return whatever compressed bytes are ready."""
+        self._pending += data
         out = bytearray(self._start())
         while len(self._pending) >= (limit := container.block_limit(self._blocks)):
             out += self._block(bytes(self._pending[:limit]))
@@ -167,17 +146,11 @@ class Compressor(Unpicklable):
 
     def flush(self) -> bytes:
         """End the stream; return the remaining compressed bytes.  The object cannot be used after."""
-        if self._finished:
-            raise ValueError("repeated call to flush()")
-        if self._segments is not None:
-            self._finished = True
-            return self._segments.flush()
         out = bytearray(self._start())
         if self._pending:
             out += self._block(bytes(self._pending))
             self._pending.clear()
         out += container.write_trailer(self._length, self._crc)
-        self._finished = True
         return bytes(out)
 
     def _start(self) -> bytes:
@@ -198,7 +171,7 @@ class BlockCoder:
     """Code one block at a time with ``model``: the model's code word, zstandard or the data itself,
     whichever is smallest; a block the model coded is learned whichever is kept (a learned kind).
 
-    What Compressor writes, and what statemix.diagnose replays with a traced model.
+    What StreamCompressor writes, and what statemix.diagnose replays with a traced model.
     """
 
     def __init__(self, model, threads: int = 1):

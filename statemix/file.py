@@ -25,7 +25,8 @@ import threading
 
 from . import container
 from ._errors import StatemixError
-from .codec import Compressor, StreamsDecompressor, Unpicklable, check_options
+from .codec import StreamsDecompressor, Unpicklable, check_options
+from .compressor import Compressor
 from .segments import read_spans
 
 _READ_CHUNK = 1 << 16

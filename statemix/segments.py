@@ -26,6 +26,7 @@ from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 
 from . import container
 from ._errors import StatemixError
+from .codec import StreamCompressor, StreamsDecompressor
 
 POLL_SECONDS = 0.1
 #: the segment size the command line's bare --segment-size and statemix.distributed use (bytes): 1%
@@ -140,14 +141,12 @@ class _OrderedPool:
 
 
 def _compress_segment(data: bytes, level, model, report) -> bytes:
-    from .codec import Compressor
-
-    compressor = Compressor(level=level, model=model, size_hint=len(data), progress=report)
+    compressor = StreamCompressor(level=level, model=model, size_hint=len(data), progress=report)
     return compressor.compress(data) + compressor.flush()
 
 
 class SegmentWriter:
-    """The engine of ``Compressor(segment_size=...)``: cut, compress in parallel, index."""
+    """The engine of ``statemix.Compressor(segment_size=...)``: cut, compress in parallel, index."""
 
     def __init__(self, segment_size: int, *, level, model, threads: int, progress):
         self._segment_size = segment_size
@@ -189,8 +188,6 @@ class SegmentWriter:
 
 
 def _decompress_stream(stream: bytes, memory_limit, report) -> bytes:
-    from .codec import StreamsDecompressor
-
     decompressor = StreamsDecompressor(memory_limit=memory_limit, progress=report)
     out = decompressor.decompress(stream)
     decompressor.check_end()
@@ -244,8 +241,6 @@ def decompress_segments(fp, *, threads: int, memory_limit=None, progress=None):
     """
     spans, segments = read_spans(fp)
     if len(spans) == 1 or threads == 1:  # nothing to share out: the model's own threads
-        from .codec import StreamsDecompressor
-
         decompressor = StreamsDecompressor(threads=threads, memory_limit=memory_limit, progress=progress)
         while chunk := fp.read(1 << 20):
             yield decompressor.decompress(chunk)

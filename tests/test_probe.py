@@ -161,12 +161,13 @@ def test_probe_7_sizes_on_the_command_line_and_small_limits_printed_right(tmp_pa
 # row 8 ----------------------------------------------------------------------------------------------
 
 def test_probe_8_the_progress_bar_label_is_escaped_like_messages(capsys):
-    from statemix_cli.main import _escape, _progress
+    from statemix_cli.main import _progress
+    from statemix_cli.messages import escape
 
     name = "evil\x1b[2Jname\nsecond line"
     bar = _progress(100, name, True)
     try:
-        assert bar.desc == _escape(name)
+        assert bar.desc == escape(name)
         assert "\x1b" not in bar.desc and "\n" not in bar.desc
     finally:
         bar.close()
