@@ -3,10 +3,10 @@ and with that source changed, on the same files.
 
     PYTHONPATH=. taskset -c 1 python bench/pretrain_share.py MODE FILE...
 
-MODE: ``pretrained`` (level 3 as it is: source 4, the SSM started from the shipped weights),
+MODE: ``pretrained`` (level 3 as it is: its source, the SSM started from the weights it names),
 ``random`` (level 3 with source 3: the same SSM from its random initialisation), ``nossm`` (level 3
 with source 1: the count models alone, as level 2 has it; level 3's tables otherwise), ``candidate``
-(source 4 with the weights of the file $STATEMIX_PRETRAINED instead of the shipped ones: this
+(level 3's source with the weights of the file $STATEMIX_PRETRAINED instead of the shipped ones: this
 process replaces the loader, so its streams decode only here; for weights not yet shipped).  The
 stream records the source, so every stream but the candidate's decodes anywhere.  Every stream is
 decompressed and compared.  Prints one JSON line per file (bytes of the whole stream, bits per byte,
@@ -24,8 +24,9 @@ from statemix.models import presets
 from statemix.models.bit import distribution
 
 mode = sys.argv[1]
-sources = {"pretrained": distribution.SOURCE_PRETRAINED_SSM, "random": distribution.SOURCE_WIDE_SSM,
-           "nossm": distribution.SOURCE_COUNTS, "candidate": distribution.SOURCE_PRETRAINED_SSM}
+shipped = presets.CM_LEVELS[3]["source"]
+sources = {"pretrained": shipped, "random": distribution.SOURCE_WIDE_SSM, "nossm": distribution.SOURCE_COUNTS,
+           "candidate": shipped}
 if mode not in sources:
     raise SystemExit(f"unknown mode {mode}")
 presets.CM_LEVELS[3] = {**presets.CM_LEVELS[3], "source": sources[mode]}

@@ -19,9 +19,10 @@ Adam moments, the recurrent state, position) is written to ``RUN_DIR/checkpoint.
 bits as one that never stopped.  The loss logged is the prequential one (each chunk's cross entropy
 before its own update), in bits per byte, in ``RUN_DIR/log.tsv``.  At the end the weights are
 written with statemix.models.nn.pretrained.save (int8 per row; vectors float32) to ``--out`` and the
-float32 ones beside the checkpoint, and data/pretrained-provenance.json records the corpus's and
-the weight file's SHA-256 and every stage of training that made them (a run continued from another's
-weights, ``--init`` with ``--after`` its record, lists that run's stages first).
+float32 ones beside the checkpoint, and ``--provenance`` (data/NAME-provenance.json for ``--out``
+NAME.bin) records the weight file's SHA-256 and every stage of training that made them, each with
+its corpus's SHA-256 (a run continued from another's weights, ``--init`` with ``--after`` its
+record, lists that run's stages first).
 """
 
 from __future__ import annotations
@@ -58,13 +59,14 @@ def learning_rate(step: int, total_steps: int, args) -> float:
 
 
 def earlier_stages(args) -> list:
-    """The training stages behind ``--init``'s weights, from the record ``--after`` names."""
+    """The training stages behind ``--init``'s weights, from the record ``--after`` names, each with
+    its corpus (a record whose stages do not name theirs trained every stage on its one corpus)."""
     if not args.after:
         return []
     earlier = json.loads(Path(args.after).read_text())
-    if "stages" in earlier:
-        return earlier["stages"]
-    return [{**earlier["training"], "made_by": earlier["made_by"]}]  # a record of one stage, as v1's was
+    corpus = {key: earlier[key] for key in ("corpus_sha256", "corpus_bytes") if key in earlier}
+    stages = earlier["stages"] if "stages" in earlier else [{**earlier["training"], "made_by": earlier["made_by"]}]
+    return [{**corpus, **stage} for stage in stages]
 
 
 def sha256(path) -> str:
@@ -82,7 +84,7 @@ def main() -> None:
     parser.add_argument("--clip", type=float, default=1.0)
     parser.add_argument("--run-dir", default="runs/pretrain-v1")
     parser.add_argument("--out", default="statemix/models/pretrained/ssm-v1.bin")
-    parser.add_argument("--provenance", default=str(Path(__file__).with_name("pretrained-provenance.json")))
+    parser.add_argument("--provenance", help="the record to write (default: data/NAME-provenance.json for --out NAME.bin)")
     parser.add_argument("--checkpoint-s", type=float, default=120.0)
     parser.add_argument("--init", help="start from these float32 weights (.npy) instead of the random init")
     parser.add_argument("--after", help="the provenance record of the run that wrote --init's weights (its "
@@ -177,7 +179,8 @@ def main() -> None:
     np.save(run / "weights-f32.npy", net.P)
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     pretrained.save(args.out, config, net.P)
-    stage = dict(bytes=step * T, steps=step, chunk=T, lr=args.lr, lr_end=args.lr_end, warmup=args.warmup,
+    stage = dict(corpus_sha256=corpus_sha, corpus_bytes=int(n), bytes=step * T, steps=step, chunk=T, lr=args.lr,
+                 lr_end=args.lr_end, warmup=args.warmup,
                  clip=args.clip, init=args.init, offset=args.offset, schedule="linear warm-up, cosine decay",
                  tool="statemix.models.nn kernels (serial twins), one thread",
                  made_by="python data/pretrain.py " + " ".join(
@@ -186,8 +189,9 @@ def main() -> None:
                   format="statemix.models.nn.pretrained v1, int8 per row (vectors and A_log float32)",
                   architecture=dict(vocab=config.vocab, d_model=config.d_model, expand=config.expand,
                                     d_state=config.d_state, conv=config.conv, layers=config.layers),
-                  corpus_sha256=corpus_sha, corpus_bytes=int(n), stages=[*earlier_stages(args), stage])
-    Path(args.provenance).write_text(json.dumps(record, indent=1) + "\n")
+                  stages=[*earlier_stages(args), stage])
+    provenance = args.provenance or Path(__file__).with_name(f"{Path(args.out).stem}-provenance.json")
+    Path(provenance).write_text(json.dumps(record, indent=1) + "\n")
     print(json.dumps(record, indent=1))
 
 

@@ -1265,6 +1265,10 @@ def test_golden_stream_of_level_3_with_the_ssm_from_random_weights_still_decodes
     assert statemix.decompress(GOLDEN_TEXT_LEVEL3_SOURCE_3) == GOLDEN_INPUT
 
 
+def test_golden_stream_of_level_3_with_the_first_pretrained_weights_still_decodes():
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_SOURCE_4) == GOLDEN_INPUT
+
+
 def test_golden_streams_of_levels_2_and_3_at_model_revision_6_still_decode():
     assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_60) == b""
     assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_60) == GOLDEN_INPUT
@@ -1384,9 +1388,16 @@ GOLDEN_TEXT_LEVEL1_ONE_MIXER = bytes.fromhex(
 
 
 #: statemix.compress(GOLDEN_INPUT, level=3): level 2's record but for its byte-distribution source,
-#: the pretrained SSM with the count models (04); no byte histories (bit 5 of the last byte clear: an
-#: input under 512 KiB has none)
+#: the pretrained SSM (second weight file) with the count models (05); no byte histories (bit 5 of the
+#: last byte clear: an input under 512 KiB has none)
 GOLDEN_TEXT_LEVEL3 = bytes.fromhex(
+    "89534d580301" "12" "01000407" "0e100905" "08" "d5efffffffffff1f" "c5" "db050d2f"  # header: level 3 record, CRC32
+    "01" "cc03" "12" "d6f5d9d9" "5877534f"  # modelled block: raw length 460, payload 18, header CRC32, CRC32
+    "75099760ed66f19f4856057e2393b397dafc"  # the range coder's code word
+    "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same with level 3's source started from the first weight file (04): it must decode as it did.
+GOLDEN_TEXT_LEVEL3_SOURCE_4 = bytes.fromhex(
     "89534d580301" "12" "01000407" "0e100905" "08" "d5efffffffffff1f" "c4" "4d350a58"  # header: level 3 record, CRC32
     "01" "cc03" "12" "d6f5d9d9" "5877534f"  # modelled block: raw length 460, payload 18, header CRC32, CRC32
     "7232e736fa1c266fd076e060ac307865b082"  # the range coder's code word

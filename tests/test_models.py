@@ -368,6 +368,8 @@ def test_sources_keep_their_ssm_configuration():
                3: "04ff0040021004021001080a0004140001106f12033b6666663f77be7f3f77cc2b320000a040000000009a99993e"
                   "6f12033b2a00000000000000000000020101001500",
                4: "04ff0040021004021001080a00041400011052499d396666663f77be7f3f77cc2b320000a040000000009a99993e"
+                  "52499d392a00000000000000000000020101001500",
+               5: "04ff0040021004021001080a00041400011052499d396666663f77be7f3f77cc2b320000a040000000009a99993e"
                   "52499d392a00000000000000000000020101001500"}
     assert sorted(records) == sorted(distribution.PRESETS)
     for source, record in records.items():
@@ -376,7 +378,7 @@ def test_sources_keep_their_ssm_configuration():
     assert (wide.d_model, wide.smoothing, wide.chunk, wide.iters_c, wide.delay) == (64, 0.0, 16, 1, 0)
 
 
-@pytest.mark.parametrize("source", [1, 2, 3, 4])
+@pytest.mark.parametrize("source", [1, 2, 3, 4, 5])
 def test_cm_with_a_byte_distribution_round_trips(source):
     data = text_sample(12000, seed=4)
     plain = cm.Config(16, 16, 4, 5, 2, kinds=(0, 1, 2, 4))

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 import statemix
+from statemix.models import presets
 from statemix.models.bit import distribution
 from statemix.models.bit.distribution import SOURCE_WIDE_SSM, source_config
 from statemix.models.nn import pretrained
@@ -20,7 +21,14 @@ from statemix.models.nn.layout import init_params
 from conftest import text_sample
 
 ROOT = Path(__file__).resolve().parent.parent
-PROVENANCE = ROOT / "data" / "pretrained-provenance.json"
+#: the level's source, whose weight file a level-3 stream needs
+LEVEL_3_SOURCE = presets.CM_LEVELS[3]["source"]
+
+
+def provenance(source: int) -> dict:
+    """The provenance record of ``source``'s weight file: data/NAME-provenance.json for NAME.bin."""
+    name, _ = distribution.PRETRAINED[source]
+    return json.loads((ROOT / "data" / f"{Path(name).stem}-provenance.json").read_text())
 
 
 def test_weight_file_round_trip(tmp_path):
@@ -35,25 +43,31 @@ def test_weight_file_round_trip(tmp_path):
         pretrained.load(tmp_path / "q.bin", source_config(2, 20))  # d_model 32: another architecture
 
 
-@pytest.mark.skipif(not PROVENANCE.exists(), reason="no pretrained weights recorded")
-def test_shipped_weights_match_their_provenance():
-    record = json.loads(PROVENANCE.read_text())
+@pytest.mark.parametrize("source", sorted(distribution.PRETRAINED))
+def test_shipped_weights_match_their_provenance(source):
+    record = provenance(source)
     path = ROOT / record["weights"]
     raw = path.read_bytes()
     assert len(raw) == record["weights_bytes"]
     assert hashlib.sha256(raw).hexdigest() == record["weights_sha256"]
-    corpus = json.loads((ROOT / "data" / "corpus-sources.json").read_text())["corpus"]
-    assert record["corpus_sha256"] == corpus["sha256"]
+    corpora = {json.loads(path.read_text())["corpus"]["sha256"] for path in (ROOT / "data").glob("corpus-sources*.json")}
+    assert record["stages"] and all(stage["corpus_sha256"] in corpora for stage in record["stages"])
     P = pretrained.load(path, source_config(SOURCE_WIDE_SSM, 20))
     assert np.all(np.isfinite(P))
 
 
-def test_the_pretrained_source_names_the_shipped_file():
-    record = json.loads(PROVENANCE.read_text())
-    name, sha256 = distribution.PRETRAINED[distribution.SOURCE_PRETRAINED_SSM]
+@pytest.mark.parametrize("source", sorted(distribution.PRETRAINED))
+def test_each_pretrained_source_names_its_shipped_file(source):
+    record = provenance(source)
+    name, sha256 = distribution.PRETRAINED[source]
     assert record["weights"] == f"statemix/models/pretrained/{name}" and record["weights_sha256"] == sha256
-    weights = pretrained.shipped(name, sha256, source_config(distribution.SOURCE_PRETRAINED_SSM, 20))
+    weights = pretrained.shipped(name, sha256, source_config(source, 20))
     assert np.array_equal(weights, pretrained.load(ROOT / record["weights"], source_config(SOURCE_WIDE_SSM, 20)))
+
+
+def test_the_shipped_weight_files_are_those_the_sources_name():
+    assert sorted(path.name for path in pretrained.SHIPPED.glob("*.bin")) == sorted(
+        name for name, _ in distribution.PRETRAINED.values())
 
 
 @pytest.fixture
@@ -72,7 +86,7 @@ def move_weights(tmp_path, monkeypatch):
 def test_a_stream_that_needs_missing_or_other_weights_is_one_clear_error(move_weights):
     data = text_sample(300)
     stream = statemix.compress(data, level=3)  # the pretrained source: it needs its weight file
-    name, _ = distribution.PRETRAINED[distribution.SOURCE_PRETRAINED_SSM]
+    name, _ = distribution.PRETRAINED[LEVEL_3_SOURCE]
     shipped = (pretrained.SHIPPED / name).read_bytes()
     folder = move_weights()
     with pytest.raises(statemix.StatemixError, match=f"pretrained weights {name} .*not installed"):

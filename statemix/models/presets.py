@@ -83,15 +83,16 @@ BYTE_HISTORIES_MIN_FIT = 23
 #: constants without a field of their own: cm.Config).
 #: Level 3 is level 2 with regions sized from 2**25 bytes (twice level 2's, but the small text
 #: contexts' stay 8 MiB) and the pretrained SSM with the count models as its byte-distribution
-#: source (source 4: the SSM of source 3, d_model 64, started from the weights shipped in the package
-#: and fine-tuned online; streams of source 3, the same SSM from random weights, decode as before).
+#: source (source 5: the SSM of source 3, d_model 64, started from the second weight file shipped in
+#: the package and fine-tuned online; streams of sources 3 and 4, the same SSM from random weights and
+#: from the first weight file, decode as before).
 #: Its history (and match table) holds 2**24 bytes, as level 2's: with more, its tables would need
 #: more than the decoder's default memory limit.
 CM_LEVELS = {
     1: dict(table_bits=22, hist_bits=22, contexts=5, mixers=2, apms=1),
     2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=1,
             detector=2, byte_histories=True, revision=7),
-    3: dict(table_bits=25, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=4,
+    3: dict(table_bits=25, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=5,
             detector=2, byte_histories=True, revision=7),
 }
 #: Largest sizes any cm preset writes or wrote (level 3's history had 2**26 bytes before the shape

@@ -46,7 +46,7 @@ RECORDS = {
     "kinds-to-60": "010004060e10090508d5efffffffffff1fc1",
     "level1": "010e10050201",
     "level1-one-mixer": "010e10050101",
-    "level3": "010004070e10090508d5efffffffffff1fc4",
+    "level3-source-4": "010004070e10090508d5efffffffffff1fc4",
     "level3-16-contexts": "0100020e100704ffcb070002",
     "level3-29-contexts": "0100030e10070405ffcbe7ff03c2",
     "level3-32-kinds": "0100020e100704ffcbe7ffc2",
@@ -72,6 +72,7 @@ RECORDS = {
     "orders-3-5-6": "010004030e10090405ffefffff03c1",
     "revision-1": "0100020e100704ffcbe71f81",
     "ungated": "0100020e100704ffcbe71f01",
+    "level3": "010004070e10090508d5efffffffffff1fc5",
     "ssm": "0204ff0020021004021001080a0004140001106f12033b6666663f77be7f3f77cc2b320000a040000000009a99993e6f12033b2a00000000000000000000020101000d01",
 }
 

@@ -27,7 +27,9 @@ preset "counts"), ``SOURCE_SSM`` (2) the SSM with them (the preset "mix" with la
 and two Adam steps per 32 bytes), ``SOURCE_WIDE_SSM`` (3) a wider SSM with them (d_model 64, no label
 smoothing, one Adam step per 16 bytes), ``SOURCE_PRETRAINED_SSM`` (4) that SSM started from the
 pretrained weights :data:`PRETRAINED` names (a file shipped in the package, by name and sha256:
-:func:`..nn.pretrained.shipped`) and fine-tuned online at a tenth of source 3's learning rate.
+:func:`..nn.pretrained.shipped`) and fine-tuned online at a tenth of source 3's learning rate,
+``SOURCE_PRETRAINED_SSM_V2`` (5) the same from the second weight file (trained longer, on a wider
+corpus: data/README.md).
 Memory: the ssm model's (2**table_bits n-gram buckets of 12 + 4 * slots bytes: up to model revision
 6 2**20 of 32 slots, 140 MiB; from revision 7 2**21 of 16, 152 MiB (cm.Config.source_table_bits);
 plus 20 MiB of the count models' history and match table, and the SSM's parameters and activations).
@@ -48,16 +50,18 @@ from ..ssm import Model as SsmModel
 from ..tokenloop import learn_token, learn_token_no_ssm, predict_token, predict_token_no_ssm
 from ..tokenmix import SLOTS
 
-SOURCE_NONE, SOURCE_COUNTS, SOURCE_SSM, SOURCE_WIDE_SSM, SOURCE_PRETRAINED_SSM = 0, 1, 2, 3, 4
-PRESETS = {SOURCE_COUNTS: "counts", SOURCE_SSM: "mix", SOURCE_WIDE_SSM: "mix", SOURCE_PRETRAINED_SSM: "mix"}
+SOURCE_NONE, SOURCE_COUNTS, SOURCE_SSM, SOURCE_WIDE_SSM, SOURCE_PRETRAINED_SSM, SOURCE_PRETRAINED_SSM_V2 = range(6)
+PRESETS = {SOURCE_COUNTS: "counts", SOURCE_SSM: "mix", SOURCE_WIDE_SSM: "mix", SOURCE_PRETRAINED_SSM: "mix",
+           SOURCE_PRETRAINED_SSM_V2: "mix"}
 NAMES = {SOURCE_COUNTS: "byte distribution (count models)", SOURCE_SSM: "byte distribution (SSM and count models)",
          SOURCE_WIDE_SSM: "byte distribution (wide SSM and count models)",
-         SOURCE_PRETRAINED_SSM: "byte distribution (pretrained SSM and count models)"}
+         SOURCE_PRETRAINED_SSM: "byte distribution (pretrained SSM and count models)",
+         SOURCE_PRETRAINED_SSM_V2: "byte distribution (pretrained SSM v2 and count models)"}
 
 #: source -> (weight file in statemix/models/pretrained/, its sha256): the SSM's starting weights.
 #: A file's bytes never change under its name; new weights are a new file and a new source.
-PRETRAINED = {SOURCE_PRETRAINED_SSM: ("ssm-v1.bin",
-                                      "0f3218fdbc2a2eb871dd4c393e0b445d5f43a44623e9c424666e59222fb7f3b5")}
+PRETRAINED = {SOURCE_PRETRAINED_SSM: ("ssm-v1.bin", "0f3218fdbc2a2eb871dd4c393e0b445d5f43a44623e9c424666e59222fb7f3b5"),
+              SOURCE_PRETRAINED_SSM_V2: ("ssm-v2.bin", "6b3e9e4415d8844b041e6ccd31bcd79d06133ab44519a6ebac6d8f28e37a5dac")}
 
 #: The arrays the kernels take: the ssm network's (net, acts, grads), the count models' (counts, lc,
 #: ts), scratch for one byte (ex: the coded softmax, freqs, lanes), the prefix sums ``cum`` and
@@ -71,7 +75,8 @@ Arrays = namedtuple("Arrays", "net acts grads counts lc ts ex freqs lanes cum at
 #: source's whole ssm record)
 PINNED = {SOURCE_SSM: dict(smoothing=0.12, delay=0, chunk=32, iters_c=2),
           SOURCE_WIDE_SSM: dict(delay=0, d_model=64),
-          SOURCE_PRETRAINED_SSM: dict(delay=0, d_model=64, lr=0.0003, lr_min=0.0003)}
+          SOURCE_PRETRAINED_SSM: dict(delay=0, d_model=64, lr=0.0003, lr_min=0.0003),
+          SOURCE_PRETRAINED_SSM_V2: dict(delay=0, d_model=64, lr=0.0003, lr_min=0.0003)}
 
 
 def source_config(source: int, table_bits: int, slots: int = SLOTS) -> ssm_config.Config:

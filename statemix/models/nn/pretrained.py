@@ -13,7 +13,7 @@ Dequantization is numpy float32 arithmetic (one product per value): the same bit
 The files shipped with the package live in ``statemix/models/pretrained/``; a byte-distribution
 source that starts from one (:data:`..bit.distribution.PRETRAINED`) names it and its sha256, and
 :func:`shipped` refuses a file that is missing or not those bytes.  data/pretrain.py writes them
-(their provenance: data/pretrained-provenance.json).
+(the provenance of NAME.bin: data/NAME-provenance.json).
 """
 
 from __future__ import annotations
