@@ -35,6 +35,23 @@ def test_arbitrary_bytes_round_trip(data):
     assert statemix.decompress(statemix.compress(data)) == data
 
 
+#: inputs the model codes: arbitrary bytes, each followed by a short unit repeated (so that zstandard's
+#: probe shrinks the whole and the block reaches the model), the units' order and sizes arbitrary; at
+#: least 100 bytes (shorter ones may be stored, as they should)
+COMPRESSIBLE = st.lists(st.tuples(st.binary(max_size=60), st.binary(min_size=1, max_size=12), st.integers(8, 40)),
+                        min_size=1, max_size=25).map(
+    lambda parts: b"".join(noise + unit * n for noise, unit, n in parts)).filter(lambda data: len(data) >= 100)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(COMPRESSIBLE, st.integers(1, 3))
+def test_compressible_bytes_round_trip_through_the_model(data, level):
+    stream = statemix.compress(data, level=level)
+    kinds = [block.kind for block in statemix.read_info(io.BytesIO(stream))[0].blocks]
+    assert kinds and all(kind.startswith("modelled") or "learned" in kind for kind in kinds), kinds
+    assert statemix.decompress(stream) == data
+
+
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=1500), st.text(max_size=300), st.integers(1, 2))
 def test_arbitrary_bytes_round_trip_ssm(noise, text, level):
