@@ -123,6 +123,28 @@ def photo_like(width: int, height: int, seed: int, channels: int = 1) -> bytes:
     return bytes(out)
 
 
+@pytest.fixture
+def side_jobs(monkeypatch) -> list:
+    """The threads on which statemix.codec's pool ran jobs (a cm model's zstandard frame, coded beside
+    the model at ``threads`` >= 2): the list the test reads after compressing."""
+    import threading
+
+    from statemix import codec
+
+    ran = []
+
+    class Recording(codec.ThreadPoolExecutor):
+        def submit(self, fn, /, *args, **kwargs):
+            def job():
+                ran.append(threading.get_ident())
+                return fn(*args, **kwargs)
+
+            return super().submit(job)
+
+    monkeypatch.setattr(codec, "ThreadPoolExecutor", Recording)
+    return ran
+
+
 def config_with(**changes):
     """The ssm model's default preset with some fields changed (preset id 0 = custom)."""
     from dataclasses import replace

@@ -444,10 +444,12 @@ def test_size_hint_is_recorded_and_streaming_equals_one_shot_only_when_it_matche
     assert statemix.decompress(different) == TEXT
 
 
-def test_threads_never_change_the_output():
+def test_threads_never_change_the_output(side_jobs):
     data = TEXT[:1000] + RANDOM[:1000]  # the random half makes the compressor try zstandard as well
     one = statemix.compress(data, threads=1)
+    assert side_jobs == []
     assert statemix.compress(data, threads=2) == one
+    assert side_jobs and threading.get_ident() not in side_jobs  # zstandard ran beside the model
     compressor = Compressor(size_hint=len(data), threads=2)
     assert b"".join(compressor.compress(data[i : i + 10]) for i in range(0, len(data), 10)) + \
         compressor.flush() == one

@@ -249,6 +249,12 @@ def test_threads_never_change_the_output(tmp_path):
     result = run(["-dc", "--threads", "1", "mixed.bin.smx"], tmp_path)  # (-T 2: the default here)
     assert_ok(result)
     assert result.stdout == MIXED
+    # segments: -T 2 codes two at once (tests/test_segments.py watches them run together)
+    text = text_sample(200_000, seed=8)
+    (tmp_path / "text.txt").write_bytes(text)
+    segmented = [run(["-1", "-c", "-T", threads, "--segment-size", "64KiB", "text.txt"], tmp_path)
+                 for threads in ("1", "2")]
+    assert segmented[0].stdout == segmented[1].stdout == statemix.compress(text, level=1, segment_size=1 << 16)
 
 
 def test_levels_round_trip(tmp_path):

@@ -13,6 +13,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
@@ -98,6 +99,7 @@ def test_bpe_golden_pins_a_parallel_preset(streams):
     assert vocabulary.size >= ssm.PARALLEL_MIN_VOCAB
 
 
-def test_threads_option_never_changes_output():
+def test_threads_option_never_changes_output(side_jobs):
     data = probe_originals()["oneshot-2"]
     assert statemix.compress(data, threads=1) == statemix.compress(data, threads=2)
+    assert side_jobs and threading.get_ident() not in side_jobs  # zstandard ran beside the model
