@@ -430,3 +430,23 @@ def test_cm_input_layout(config):
         n, r = config.contexts, config.run_inputs
         assert layout.counters == [2 + k for k in range(n)] and layout.match == 2 + n
         assert layout.runs == [3 + n + k for k in range(r)] and layout.bias == config.inputs - 1
+
+
+def test_every_revision_constant_is_named_in_the_revisions_table():
+    """Each module constant that marks a cm model revision (``*_REVISION``) is named in that revision's
+    line of cm.configuration.REVISIONS, and the table runs from 0 to the latest revision a preset writes."""
+    import importlib
+    import pkgutil
+
+    from statemix.models import bit, presets
+    from statemix.models.cm import configuration
+
+    latest = max(level.get("revision", 0) for level in presets.CM_LEVELS.values())
+    assert sorted(configuration.REVISIONS) == list(range(latest + 1)) == list(range(len(bit.mixer.REVISIONS)))
+    modules = [configuration] + [importlib.import_module(f"statemix.models.bit.{info.name}")
+                                 for info in pkgutil.iter_modules(bit.__path__)]
+    marks = [(module, name, value) for module in modules for name, value in vars(module).items()
+             if name.endswith("_REVISION") and isinstance(value, int)]
+    assert len(marks) >= 7
+    for module, name, value in marks:
+        assert name in configuration.REVISIONS[value], (module.__name__, name, value)

@@ -82,18 +82,7 @@ MIXER8_ROWS = 16 * 16 * 256  # mixer 8: (word position, markup state, c0)
 #: initial`` every input but the bias starts with in every weight set, and how many groups of 256
 #: weight sets the final mixer has (``final_groups``: 1, by c0; 8, by half the word position and c0).
 Revision = namedtuple("Revision", "mixer_rate stream_boost set_boost rate_shift final final_boost initial final_groups")
-#: Revision 0: the first.  Revision 1 (issue 12, bench/RESULTS.md): weights start at 1/24, not 1/4 (with
-#: about 90 inputs, 1/4 each made every new weight set far too sure of itself), slower rates once the
-#: stream is older: -1.1% on enwik8_1M and about -1.6% on the small Calgary/Canterbury texts.
-#: Revision 2 keeps revision 1's constants; it changes the APMs' training (:mod:`.sse`) and adds the
-#: match model's length input (:mod:`.match`).  Revision 3: a rate boost per weight set, by its uses,
-#: instead of one for the stream, on a base rate of 1.5 (in revision 2's units), -0.41% on enwik8_1M.
-#: Revision 4: the final mixer's weight sets by half the word position too; with it the APMs weigh
-#: more in the coded probability and a fifth APM is keyed by the word pair (:mod:`.sse`).  Revision 5
-#: keeps revision 4's constants; it gives the small text contexts larger regions (cm.configuration).
-#: Revision 6 keeps them too: mixer 3 reads the source's byte, and the byte histories' tables are
-#: capped (.byte_history).  Revision 7 keeps them too: the small text contexts' regions and the
-#: byte-distribution source's buckets (cm.configuration).
+#: ``REVISIONS[r]``: model revision r's constants (what each revision changed: cm.configuration.REVISIONS).
 REVISIONS = ((Revision(4, 24, 0, 18, 32, 0, 4, 1),) + (Revision(3, 24, 0, 18, 16, 16, 24, 1),) * 2
              + (Revision(3, 0, 48, 19, 16, 16, 24, 1),) + (Revision(3, 0, 48, 19, 16, 16, 24, 8),) * 4)
 MIXER_SKIP = 1024  # mixers skip training when |bit - p| < MIXER_SKIP / 2**16

@@ -22,20 +22,21 @@ components live in :mod:`..bit`, one job per module, in the order of the data fl
    others'.  The x86 instruction contexts (:mod:`..bit.instructions`) are idle outside blocks coded
    as x86 code (``encode(..., x86=True)``, as the block's kind records); their regions are the record
    contexts' size.  The small text contexts (:data:`..bit.contexts.SMALL_TEXT_KINDS`) have regions
-   of 2**-``configuration.SMALL_TEXT_TABLE_SHIFT``, from model revision 5 half the others', at most
-   2**``configuration.SMALL_TEXT_MAX_BITS`` bytes, from revision 7 the others' up to
-   2**``configuration.FULL_TEXT_MAX_BITS`` bytes (``Config.region_bits``).
+   the size of the others' up to 2**``configuration.FULL_TEXT_MAX_BITS`` bytes, above that half
+   theirs, at most 2**``configuration.SMALL_TEXT_MAX_BITS`` (``Config.region_bits``).
 3. Match model (:mod:`..bit.match`): the byte after the most recent earlier occurrence of the last
-   bytes; from model revision 2 it also gives its length as an input.  Byte histories
+   bytes, and its length as an input of its own.  Byte histories
    (:mod:`..bit.byte_history`, records that say so): the byte that followed
    each text context last time, and how often in a row, one input per text context.
 4. Mixing (:mod:`..bit.mixer`): up to nine mixers with selected weight sets and a final mixer, each
-   trained on its own code length (from model revision 3 a weight set learns faster while it is young;
-   from revision 4 the final mixer's weight sets follow the word position as well as ``c0``).
+   trained on its own code length (a weight set learns faster while it is young; the final mixer's
+   weight sets follow the word position as well as ``c0``).
 5. APMs (:mod:`..bit.sse`): up to five adaptive tables refine the mixer's probability; the coded
-   probability is ``(2 p_mix + 14 mean(p_apm)) / 16``, from model revision 4
-   ``(p_mix + 15 mean(p_apm)) / 16``.
+   probability is ``(p_mix + 15 mean(p_apm)) / 16``.
 6. The probability goes to :func:`statemix.quantize.binary_frequency` and the range coder.
+
+That is the latest model revision; what the earlier ones, still decoded, did otherwise is listed in
+:data:`.configuration.REVISIONS`.
 
 Input vector of the mixers (stretch units, width ``2 + n + 1 + r + b + s + l + 1`` for ``n`` contexts)::
 
@@ -44,8 +45,8 @@ Input vector of the mixers (stretch units, width ``2 + n + 1 + r + b + s + l + 1
 with ``r = n`` for a record with a component list and ``r = min(n, 9)`` for the first (5-byte)
 records: there the tenth context's run input was overwritten by the bias, and that stays so;
 ``b``: the text contexts (the first in the model's order) if the record has byte histories, else
-0; ``s``: 1 with a byte-distribution source, else 0; ``l``: 1 from model revision 2 (the match
-model's length input), else 0.  The contexts that can be idle (structure and x86, after the text
+0; ``s``: 1 with a byte-distribution source, else 0; ``l``: 1 (the match model's length input; 0
+before model revision 2).  The contexts that can be idle (structure and x86, after the text
 contexts in the model's order, :attr:`.configuration.Config.context_kinds`) have their inputs at
 the very end, each one's context input then its run input
 (:meth:`.configuration.Config.input_layout`): while they are idle the mixers read only the
@@ -62,15 +63,15 @@ is coded.  It runs any range of a block: the coder and all model state live in a
 one int64 array laid out by :data:`.loop.STATE_FIELDS`).  :class:`Model`, here, owns those arrays
 and runs the loop over a block in timed steps.
 
-Memory (bytes): n * 2**table_bits (histories; a small text context's a quarter, from revision 5 half
-and at most 8 MiB, from revision 7 the same up to 16 MiB, a record or x86
-instruction context's an eighth, an 8-bit image context's a sixteenth) + 2**hist_bits (history) +
+Memory (bytes): n * 2**table_bits (histories; a small text context's the same up to 16 MiB, above
+that half, at most 8 MiB; a record or x86 instruction context's an eighth, an 8-bit image context's a
+sixteenth) + 2**hist_bits (history) +
 2**hist_bits (match table, int32 per 4 bytes of history) + 8.25 MiB per APM + the mixers' weights (4
 bytes per input per weight set and 4 for its uses, the sets of the mixers used,
 :func:`..bit.mixer.sets`: about 154,000 sets, 97 MiB, at level 2; 1,792 sets, 0.1 MiB, at level 1)
 + about 1.8 MiB (order-1 counters, the text state's indirect and next-word tables, the record detector's counts) +
-with byte histories, a quarter of each text context's history bytes (a 4-byte entry per 16 bytes; from
-revision 6 at most 4 MiB a context) + with a byte-distribution source, its memory
+with byte histories, a quarter of each text context's history bytes (a 4-byte entry per 16 bytes; at
+most 4 MiB a context) + with a byte-distribution source, its memory
 (:mod:`..bit.distribution`: 174 MiB at level 2, 175 MiB at level 3).
 """
 

@@ -34,6 +34,27 @@ FULL_TEXT_REVISION, FULL_TEXT_MAX_BITS = 7, 24
 #: (:attr:`Config.source_table_bits`)
 SOURCE_SLOTS_REVISION, SOURCE_SLOTS = 7, 16
 
+#: cm's model revisions (:attr:`Config.revision`, recorded from ``00 04`` on; every earlier record is
+#: revision 0) and what each changed; the constant that marks a change lives with its component and
+#: is named here (tests/test_models.py checks that every such constant is).
+REVISIONS = {
+    0: "the first",
+    1: "the mixers' constants: weights start at 1/24, not 1/4; slower rates once the stream is older "
+       "(bit.mixer.REVISIONS)",
+    2: "the APMs train both buckets (bit.sse.TWO_BUCKETS_REVISION); the match model's length is a mixer "
+       "input (bit.match.STRENGTH_REVISION)",
+    3: "a rate boost per weight set, by its uses, instead of one for the stream (bit.mixer.REVISIONS)",
+    4: "the final mixer's weight sets by half the word position as well as c0 (bit.mixer.REVISIONS); a "
+       "fifth APM, keyed by the word pair, and the APMs' 15/16 of the coded probability, not 14/16 "
+       "(bit.sse.WORD_APM_REVISION)",
+    5: "the small text contexts' regions half the others', at most 2**23 bytes, not a quarter "
+       "(SMALL_TEXT_REVISION)",
+    6: "mixer 3 reads the source's expected byte (bit.mixer.SOURCE_SELECTOR_REVISION); a byte-history "
+       "table at most 2**20 entries (bit.byte_history.MAX_ENTRY_REVISION)",
+    7: "the small text contexts' regions the others' up to 2**24 bytes (FULL_TEXT_REVISION); the "
+       "byte-distribution source's buckets of 16 pairs, twice as many (SOURCE_SLOTS_REVISION)",
+}
+
 RECORD_LIST = b"\x00\x01"  # a record with a component list starts so (a first record's table_bits is >= 12)
 RECORD_MASK = b"\x00\x02"  # and one with a component set
 RECORD_WIDE = b"\x00\x03"  # and one with a component set that holds kinds from 32 on
@@ -65,11 +86,7 @@ class Config:
     components and mean the first ``contexts`` kinds in id order (with the run quirk described in the
     module docstring).  ``source``: the byte-distribution input (:mod:`.bit.distribution`, 0 for
     none).  ``detector``: the record detector's revision (0, 1 or 2, see Records).  ``revision``: the
-    model's revision, which sets constants that are not fields of their own (the mixers' learning
-    rates and initial weights, :data:`.bit.mixer.REVISIONS`; from revision 2 the APMs' training of
-    both buckets, :mod:`.bit.sse`, and the match model's length input, :mod:`.bit.match`; from
-    revision 4 the final mixer's weight sets by word position and the APMs' share of the coded
-    probability; from revision 5 the small text contexts' regions, :meth:`region_bits`); 0 in every
+    model's revision, which sets what is not a field of its own (:data:`REVISIONS`); 0 in every
     record before ``00 04``.
 
     Records: the first format is 5 bytes ``table_bits, hist_bits, contexts, mixers, apms``; a record
@@ -240,16 +257,11 @@ class Config:
 
     def region_bits(self, kind: int) -> int:
         """log2 of the bytes of bit-history states of context ``kind``: ``table_bits``, an eighth of
-        that for the record contexts (binary data is rarely as varied as text, and a table there
-        did not pay for its memory: bench/RESULTS.md, issue 14) and a sixteenth for the 8-bit image
-        contexts (which keeps level 3 under the decoder's default memory limit); the x86 instruction
-        contexts' as the record contexts' (a full region gained 0.04% on /usr/bin/bash); a quarter for
-        the small text contexts (contexts.SMALL_TEXT_KINDS: a full region gained 0.02% on enwik8_1M and
-        0.05% on enwik8_3M, for 2 x 48 MiB more at level 2 when compressing), and from model revision 5
-        half the others', up to 2**23 bytes (a quarter at level 3: its memory stays under the
-        decoder's default limit; at level 2 half regions gained 0.11% on enwik8_3M, bench/RESULTS.md);
-        from model revision 7 the others' up to 2**24 bytes (level 2: 0.10% on enwik8_3M), above that
-        as revision 5's (level 3's stay 8 MiB)."""
+        that for the record contexts and the x86 instruction contexts, a sixteenth for the 8-bit image
+        contexts; for the small text contexts (contexts.SMALL_TEXT_KINDS) ``table_bits`` while that
+        is at most FULL_TEXT_MAX_BITS, else half, at most 2**SMALL_TEXT_MAX_BITS bytes (so level 3
+        stays under the decoder's default memory limit; earlier revisions: :data:`REVISIONS`).
+        Why each is sized so: bench/RESULTS.md (issue 14's record tables; model revisions 5 and 7)."""
         if image.is_gray.py_func(kind):
             return self.table_bits - GRAY_TABLE_SHIFT
         if kind in contexts.SMALL_TEXT_KINDS:
