@@ -68,14 +68,22 @@ from .text import char_class, word_position
 N_MIXERS = 9
 MIXER1_SETS = 3 * 256  # first weight set of mixer 1; mixer 0 has (3 match states x c0)
 MIXER2_SETS = MIXER1_SETS + 1024  # mixer 1 has (c1, top 2 bits of c2); mixer 2 (known contexts x bit)
-MIXER3_ROWS = 13 * 256  # mixer 3: (expected byte x 4 length buckets), else c0, or (bit position, source's byte)
+# Mixer 2 has (known contexts x bit): (max_contexts + 1) * 8 rows, so the rows of mixers 3 on are
+# counted from mixer 3's first row, each mixer's after the one before (mixer 4's record rows after
+# mixer 6's, so 5 to 7 mixers have the same rows):
+MIXER3_MATCH = 0  # mixer 3: (4 length buckets x expected byte) while the match model predicts,
+MIXER3_C0 = MIXER3_MATCH + 4 * 256  # else c0,
+MIXER3_SOURCE = MIXER3_C0 + 256  # or (bit position x the source's byte) when a source names one
 SOURCE_SELECTOR_REVISION = 6  # the first model revision whose mixer 3 reads the source's byte (mixer_select)
-MIXER4_ROWS = 1024  # mixer 4: (markup state, class of c1, bit position)
-MIXER5_ROWS = 65536  # mixer 5: hash of (c2, c1, bit position)
-MIXER6_ROWS = 9 * 8 * 4  # mixer 6: (longest order, bit position, match state)
-MIXER4_RECORD_ROWS = 16 * 8  # mixer 4 while a record is found: (3 pixels above, 1 left, bit position)
-MIXER7_ROWS = 64 * 256  # mixer 7: (classes of c2 and c1, c0)
-MIXER8_ROWS = 16 * 16 * 256  # mixer 8: (word position, markup state, c0)
+MIXER4_AT = MIXER3_SOURCE + 8 * 256  # mixer 4: (markup state, class of c1, bit position)
+MIXER5_AT = MIXER4_AT + 1024  # mixer 5: hash of (c2, c1, bit position)
+MIXER6_AT = MIXER5_AT + 65536  # mixer 6: (longest order, bit position, match state)
+MIXER4_RECORD_AT = MIXER6_AT + 9 * 8 * 4  # mixer 4 while a record is found: (3 pixels above, 1 left, bit position)
+MIXER7_AT = MIXER4_RECORD_AT + 16 * 8  # mixer 7: (classes of c2 and c1, c0)
+MIXER8_AT = MIXER7_AT + 64 * 256  # mixer 8: (word position, markup state, c0)
+MIXERS_END = MIXER8_AT + 16 * 16 * 256
+#: rows from mixer 3's first that the first n mixers use (index n; mixers 0-2's rows come before)
+ROWS_AFTER_MIXER2 = (0, 0, 0, 0, MIXER4_AT, MIXER7_AT, MIXER7_AT, MIXER7_AT, MIXER8_AT, MIXERS_END)
 #: The mixers' constants of each model revision (cm's Config.revision; scales: see the module
 #: docstring): the mixers' ``mixer_rate``, ``stream_boost`` and ``set_boost`` (units of
 #: 2**-``rate_shift``), the final mixer's ``final`` and ``final_boost`` rates, the weight ``1 /
@@ -107,21 +115,11 @@ def set_rates(st: np.ndarray, x0: int, revision: int) -> None:
 
 @kernel(inline=True)
 def sets(max_contexts, n_mix):
-    """Weight sets (rows) of the first ``n_mix`` mixers for up to ``max_contexts`` hashed contexts, in
-    the order of the table above but for mixer 4's record rows, which come after mixer 6's (so 5 to 7
-    mixers have the same rows)."""
+    """Weight sets (rows) of the first ``n_mix`` mixers for up to ``max_contexts`` hashed contexts."""
     rows = MIXER2_SETS
     if n_mix > 2:
         rows += (max_contexts + 1) * 8
-    if n_mix > 3:
-        rows += MIXER3_ROWS
-    if n_mix > 4:
-        rows += MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS + MIXER4_RECORD_ROWS
-    if n_mix > 7:
-        rows += MIXER7_ROWS
-    if n_mix > 8:
-        rows += MIXER8_ROWS
-    return rows
+    return rows + ROWS_AFTER_MIXER2[n_mix]
 
 
 def weight_words(n_sets: int, n_in: int, revision: int) -> int:
@@ -177,30 +175,28 @@ def mixer_select(st, x0, n_in, n_ctx, n_mix, match_state, expected, match_len, c
     if n_mix > 3:
         length = 0 if match_len < 16 else 1 if match_len < 32 else 2 if match_len < 64 else 3
         if match_state > 0:
-            row = length * 256 + expected
+            row = MIXER3_MATCH + length * 256 + expected
         else:
-            row = 1280 + bit * 256 + source_byte if source_byte >= 0 else 1024 + c0
+            row = MIXER3_SOURCE + bit * 256 + source_byte if source_byte >= 0 else MIXER3_C0 + c0
         _choose(st, x0, 3, n_in, mixer3 + row)
     if n_mix > 4:
         if window >= 0:
             left = c0 & 1 if bit > 0 else c1 & 1
-            row = MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS + (((((window >> (7 - bit)) & 7) << 1) | left) << 3) + bit
+            row = MIXER4_RECORD_AT + (((((window >> (7 - bit)) & 7) << 1) | left) << 3) + bit
         else:
-            row = ((markup & 15) << 6) + (char_class(c1) << 3) + bit
-        _choose(st, x0, 4, n_in, mixer3 + MIXER3_ROWS + row)
+            row = MIXER4_AT + ((markup & 15) << 6) + (char_class(c1) << 3) + bit
+        _choose(st, x0, 4, n_in, mixer3 + row)
     if n_mix > 5:
         order2 = (((((c2 << 8) | c1) << 3) | bit) * np.int64(2654435761) >> 8) & 65535
-        _choose(st, x0, 5, n_in, mixer3 + MIXER3_ROWS + MIXER4_ROWS + order2)
+        _choose(st, x0, 5, n_in, mixer3 + MIXER5_AT + order2)
     if n_mix > 6:
         row = (order * 8 + bit) * 4 + match_state
-        _choose(st, x0, 6, n_in, mixer3 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + row)
+        _choose(st, x0, 6, n_in, mixer3 + MIXER6_AT + row)
     if n_mix > 7:
-        mixer7 = mixer3 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS + MIXER4_RECORD_ROWS
-        _choose(st, x0, 7, n_in, mixer7 + (((classes & 0x3F) << 8) | c0))
+        _choose(st, x0, 7, n_in, mixer3 + MIXER7_AT + (((classes & 0x3F) << 8) | c0))
     if n_mix > 8:
         row = ((position << 4) + (markup & 15)) * 256 + c0
-        _choose(st, x0, 8, n_in, mixer3 + MIXER3_ROWS + MIXER4_ROWS + MIXER5_ROWS + MIXER6_ROWS + MIXER4_RECORD_ROWS
-                + MIXER7_ROWS + row)
+        _choose(st, x0, 8, n_in, mixer3 + MIXER8_AT + row)
 
 
 @kernel(inline=True)

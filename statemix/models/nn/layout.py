@@ -39,25 +39,24 @@ from ..._jit import kernel
 
 # ---- parameter tensors ------------------------------------------------------------------------
 # per layer, at off[l * NT + k]
-LN_G, LN_B, WIN, CONV_W, CONV_B, WX, DT_W, DT_B, A_LOG, DSKIP, WOUT = range(11)
-NT = 11
+LN_G, LN_B, WIN, CONV_W, CONV_B, WX, DT_W, DT_B, A_LOG, DSKIP, WOUT, NT = range(12)  # NT: tensors per layer
 # global, at off[L * NT + k]
 EMB, LNF_G, LNF_B, HEAD = range(4)
 
 # ---- size table (int64 array ``sz``) ------------------------------------------------------------
-S_V, S_D, S_E, S_N, S_K, S_L, S_T, S_R, S_EB, S_BPTT = range(10)
-S_IT_A, S_N_A, S_IT_B, S_N_B, S_IT_C, S_TB = range(10, 16)
-S_MIXING, S_USE_SSM, S_MATCH, S_CALIBRATE, S_TABLE_BITS = range(16, 21)  # token coding loop options
-S_DELAY = 21  # chunks between coding a chunk and training on it: 0 or 1
-SZ_SIZE = 22
+# the network's sizes, the training schedule's, the token coding loop's options, and S_DELAY: the
+# chunks between coding a chunk and training on it (0 or 1); SZ_SIZE: the table's length
+(S_V, S_D, S_E, S_N, S_K, S_L, S_T, S_R, S_EB, S_BPTT,
+ S_IT_A, S_N_A, S_IT_B, S_N_B, S_IT_C, S_TB,
+ S_MIXING, S_USE_SSM, S_MATCH, S_CALIBRATE, S_TABLE_BITS,
+ S_DELAY, SZ_SIZE) = range(23)
 
 # ---- float hyper-parameters (float32 array ``hy``) ------------------------------------------------
-H_LR, H_B1, H_B2, H_EPS, H_CLIP, H_SMOOTH, H_PRIOR, H_LR_MIN, H_LR_HALF = range(9)
-HY_SIZE = 9
+H_LR, H_B1, H_B2, H_EPS, H_CLIP, H_SMOOTH, H_PRIOR, H_LR_MIN, H_LR_HALF, HY_SIZE = range(10)
 
 # ---- int64 run state ``st`` ----------------------------------------------------------------------
-ST_POS, ST_PREV, ST_CHUNK, ST_STEPS, ST_PENDING = range(5)  # ST_PENDING: a chunk handed over, not trained yet
-ST_SIZE = 5
+# ST_PENDING: a chunk handed over, not trained yet
+ST_POS, ST_PREV, ST_CHUNK, ST_STEPS, ST_PENDING, ST_SIZE = range(6)
 # float32 run state ``sf``: running products beta1**t, beta2**t
 SF_B1T, SF_B2T = range(2)
 
