@@ -98,7 +98,7 @@ def test_source_buckets_by_model_revision():
 
 def test_cm_description_lists_every_component_but_the_counters_and_apms():
     for level, last in ((2, "x86 opcodes, match, byte histories, byte distribution (count models), 9 mixers, 5 APMs"),
-                        (3, "match, byte histories, byte distribution (pretrained SSM and count models), 9 mixers")):
+                        (3, "match, byte histories, byte distribution (pretrained SSM v2 and count models), 9 mixers")):
         assert last in spec_for_level(level).describe()
 
 
