@@ -48,23 +48,34 @@ def test_output_equals_the_local_segment_mode(client, tmp_path):
 def test_a_worker_killed_in_the_middle_of_a_task(client, tmp_path):
     source = tmp_path / "data.txt"
     source.write_bytes(DATA)
-    pids = client.run(os.getpid)
-    victim = next(iter(pids.values()))
-    restarted = threading.Event()
+    victim_address, victim = next(iter(client.run(os.getpid).items()))
+    before = set(client.run_on_scheduler(scheduled_keys))
 
-    def kill_soon():
-        time.sleep(1.0)  # the tasks have started: each takes a few tenths of a second
+    def kill_while_busy():
+        while not client.processing(workers=[victim_address]).get(victim_address):
+            time.sleep(0.01)
+        time.sleep(0.2)  # into the task
         os.kill(victim, signal.SIGKILL)
-        restarted.set()
 
-    killer = threading.Thread(target=kill_soon)
+    killer = threading.Thread(target=kill_while_busy)
     killer.start()
     smx_distributed.compress_file(client, source, tmp_path / "out.smx", segment_size=SEGMENT // 4, level=2)
     killer.join()
-    assert restarted.is_set()
     assert (tmp_path / "out.smx").read_bytes() == statemix.compress(DATA, level=2, segment_size=SEGMENT // 4)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["data.txt", "out.smx"]  # nothing partial
     client.wait_for_workers(2, timeout=60)
+    assert victim not in client.run(os.getpid).values()  # the victim died and a new worker took its place
+    runs = client.run_on_scheduler(scheduled_keys)
+    assert any(count > 1 for key, count in runs.items() if key not in before)  # a task was scheduled again
+
+
+def scheduled_keys(dask_scheduler) -> dict:
+    """How many times the scheduler sent each segment's task to a worker (its transition log)."""
+    counts = {}
+    for key, _, finish, *_ in dask_scheduler.transition_log:
+        if "_compress_task" in str(key) and finish == "processing":
+            counts[str(key)] = counts.get(str(key), 0) + 1
+    return counts
 
 
 def test_a_failed_run_leaves_no_partial_file(client, tmp_path):
