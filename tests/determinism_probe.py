@@ -1,6 +1,6 @@
 """Run in a subprocess by test_determinism.py: compress fixed inputs, decompress given streams.
 
-Usage: python determinism_probe.py STREAMS_IN.json RESULT_OUT.json
+Usage: python determinism_probe.py STREAMS_IN.json RESULT_OUT.json  (STREAMS_IN: {} to decode its own)
 Prints nothing; writes {"hashes": {level: sha256 of stream}, "decoded": {name: sha256 of data}}.
 """
 
@@ -98,8 +98,10 @@ def probe_streams() -> dict[str, bytes]:
 def main() -> None:
     given = json.loads(Path(sys.argv[1]).read_text())
     result = {"hashes": {}, "decoded": {}}
-    for name, stream in probe_streams().items():
+    made = probe_streams()
+    for name, stream in made.items():
         result["hashes"][name] = hashlib.sha256(stream).hexdigest()
+    given = given or {name: stream.hex() for name, stream in made.items()}  # none given: decode its own
     for name, hex_stream in given.items():
         result["decoded"][name] = hashlib.sha256(statemix.decompress(bytes.fromhex(hex_stream))).hexdigest()
     Path(sys.argv[2]).write_text(json.dumps(result))
