@@ -47,25 +47,24 @@ def test_the_output_depends_on_the_segment_size_only():
 
 
 def test_segments_are_really_compressed_in_parallel(monkeypatch):
-    running, most = 0, 0
-    lock = threading.Lock()
+    """Two segments' model work overlaps in time at -T 2: each segment's coding is timed as it runs
+    (no pause added), and some two of the intervals intersect."""
+    expected = compressed()
+    intervals = []
     real = segments._compress_segment
 
-    def counting(*args):
-        nonlocal running, most
-        with lock:
-            running += 1
-            most = max(most, running)
+    def timed(*args):
+        start = time.perf_counter()
         try:
-            time.sleep(0.2)  # long enough for the other worker to start
             return real(*args)
         finally:
-            with lock:
-                running -= 1
+            intervals.append((start, time.perf_counter()))
 
-    monkeypatch.setattr(segments, "_compress_segment", counting)
-    assert statemix.compress(DATA, level=1, segment_size=SEGMENT, threads=2) == compressed()
-    assert most == 2
+    monkeypatch.setattr(segments, "_compress_segment", timed)
+    assert statemix.compress(DATA, level=1, segment_size=SEGMENT, threads=2) == expected
+    assert len(intervals) == 5
+    assert any(a_start < b_end and b_start < a_end
+               for i, (a_start, a_end) in enumerate(intervals) for b_start, b_end in intervals[i + 1:])
 
 
 @pytest.mark.parametrize("threads", [1, 2])
