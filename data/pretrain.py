@@ -46,9 +46,11 @@ from statemix.models.nn.train import _adam_step_serial, _backward_chunk_serial, 
 LN2 = math.log(2.0)
 
 
-def architecture(chunk: int, clip: float):
-    """Level 3's source SSM, with the pretraining chunk and clip (neither changes the layout)."""
-    return replace(source_config(SOURCE_WIDE_SSM, 20), chunk=chunk, clip=clip, smoothing=0.0, delay=0)
+def architecture(chunk: int, clip: float, d_model: int = 64, layers: int = 2):
+    """Level 3's source SSM, with the pretraining chunk and clip (neither changes the layout); a
+    wider or deeper network with ``d_model`` and ``layers`` (for a source that does not exist yet)."""
+    return replace(source_config(SOURCE_WIDE_SSM, 20), chunk=chunk, clip=clip, smoothing=0.0, delay=0,
+                   d_model=d_model, layers=layers)
 
 
 def learning_rate(step: int, total_steps: int, args) -> float:
@@ -78,6 +80,8 @@ def main() -> None:
     parser.add_argument("--corpus", default="/work/corpus/corpus-v1.bin")
     parser.add_argument("--bytes", type=int, default=20_000_000, help="bytes to train on in all")
     parser.add_argument("--chunk", type=int, default=64)
+    parser.add_argument("--d-model", type=int, default=64, help="the network's width (64: level 3's source)")
+    parser.add_argument("--layers", type=int, default=2, help="the network's depth (2: level 3's source)")
     parser.add_argument("--lr", type=float, default=0.003)
     parser.add_argument("--lr-end", type=float, default=0.0003)
     parser.add_argument("--warmup", type=int, default=500)
@@ -95,7 +99,7 @@ def main() -> None:
 
     corpus = np.frombuffer(Path(args.corpus).read_bytes(), dtype=np.uint8).astype(np.int64)
     corpus_sha = hashlib.sha256(corpus.astype(np.uint8).tobytes()).hexdigest()
-    config = architecture(args.chunk, args.clip)
+    config = architecture(args.chunk, args.clip, args.d_model, args.layers)
     net = Network(config)
     T = config.chunk
     K = config.conv
