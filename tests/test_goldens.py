@@ -9,6 +9,7 @@ each must still decode to the input.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 from pathlib import Path
 
@@ -26,6 +27,7 @@ GOLDENS = sorted(HERE.glob("*.smx"))
 pytestmark = EVERY_MODEL
 
 
+@functools.cache
 def renew_module():
     spec = importlib.util.spec_from_file_location("renew_goldens", HERE / "renew.py")
     module = importlib.util.module_from_spec(spec)

@@ -75,8 +75,8 @@ Arrays = namedtuple("Arrays", "net acts grads counts lc ts ex freqs lanes cum at
 #: source's whole ssm record)
 PINNED = {SOURCE_SSM: dict(smoothing=0.12, delay=0, chunk=32, iters_c=2),
           SOURCE_WIDE_SSM: dict(delay=0, d_model=64),
-          SOURCE_PRETRAINED_SSM: dict(delay=0, d_model=64, lr=0.0003, lr_min=0.0003),
-          SOURCE_PRETRAINED_SSM_V2: dict(delay=0, d_model=64, lr=0.0003, lr_min=0.0003)}
+          SOURCE_PRETRAINED_SSM: dict(delay=0, d_model=64, lr=0.0003, lr_min=0.0003)}
+PINNED[SOURCE_PRETRAINED_SSM_V2] = PINNED[SOURCE_PRETRAINED_SSM]  # the same network and fine-tuning, other weights
 
 
 def source_config(source: int, table_bits: int, slots: int = SLOTS) -> ssm_config.Config:

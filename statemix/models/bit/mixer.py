@@ -68,9 +68,9 @@ from .text import char_class, word_position
 N_MIXERS = 9
 MIXER1_SETS = 3 * 256  # first weight set of mixer 1; mixer 0 has (3 match states x c0)
 MIXER2_SETS = MIXER1_SETS + 1024  # mixer 1 has (c1, top 2 bits of c2); mixer 2 (known contexts x bit)
-# Mixer 2 has (known contexts x bit): (max_contexts + 1) * 8 rows, so the rows of mixers 3 on are
-# counted from mixer 3's first row, each mixer's after the one before (mixer 4's record rows after
-# mixer 6's, so 5 to 7 mixers have the same rows):
+# Mixer 2's rows depend on the record ((max_contexts + 1) * 8), so the rows of mixers 3 on are counted
+# from mixer 3's first row, each mixer's after the one before (mixer 4's record rows after mixer 6's,
+# so 5 to 7 mixers have the same rows):
 MIXER3_MATCH = 0  # mixer 3: (4 length buckets x expected byte) while the match model predicts,
 MIXER3_C0 = MIXER3_MATCH + 4 * 256  # else c0,
 MIXER3_SOURCE = MIXER3_C0 + 256  # or (bit position x the source's byte) when a source names one
