@@ -32,7 +32,7 @@ from .modes import DECODE, LEARN
 from .nn.forward import forward_position
 from .nn.layout import (H_PRIOR, ST_PENDING, ST_POS, S_CALIBRATE, S_DELAY, S_MATCH, S_MIXING, S_T,
                         S_TABLE_BITS, S_TB, S_USE_SSM, S_V)
-from .nn.train import begin_position, coding_weights, end_position, finish_chunk, train_pending
+from .nn.train import begin_position, coding_weights, end_position, end_position_serial, finish_chunk, train_pending
 
 
 #: a token's stage trace (see record_stages): the SSM's softmax, the mixed softmax, the quantized one
@@ -264,3 +264,6 @@ def _no_training(net, acts, grads, acts_t):
 predict_token_no_ssm = variant(predict_token, "no_ssm", forward_position=_no_forward)
 learn_token_no_ssm = variant(learn_token, "no_ssm",
                              end_position=variant(end_position, "no_ssm", finish_chunk=_no_training))
+#: :func:`learn_token` training on this thread alone (:data:`.nn.train.end_position_serial`): cm's
+#: byte-distribution source, inside cm's loop
+learn_token_serial = variant(learn_token, "serial", end_position=end_position_serial)

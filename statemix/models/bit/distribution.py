@@ -16,7 +16,9 @@ codes bits, so it reads that distribution bit by bit, as cmix and paq8px read th
   (:func:`source_expected`) selects mixer 3's weights while the match model has no prediction
   (:mod:`.mixer`);
 - after the byte (:func:`source_learn`): the source learns it exactly as the ssm model's encoder
-  does (the decoder replays it: no state is stored).
+  does (the decoder replays it: no state is stored), its training on cm's thread alone (no
+  parallel region: the passes are too short to share, and cm's loops then load the training
+  kernels from the cache instead of compiling them again).
 
 Every frequency is below 2**30 and every frequency is at least 1 (the quantizer's floor), so the
 division is exact integer arithmetic on positive numbers, the same on every machine; the source's
@@ -47,7 +49,7 @@ from ..._jit import kernel, variant
 from .. import ssm_config
 from ..nn.pretrained import shipped, start_from
 from ..ssm import Model as SsmModel
-from ..tokenloop import learn_token, learn_token_no_ssm, predict_token, predict_token_no_ssm
+from ..tokenloop import learn_token_no_ssm, learn_token_serial, predict_token, predict_token_no_ssm
 from ..tokenmix import SLOTS
 
 SOURCE_NONE, SOURCE_COUNTS, SOURCE_SSM, SOURCE_WIDE_SSM, SOURCE_PRETRAINED_SSM, SOURCE_PRETRAINED_SSM_V2 = range(6)
@@ -162,10 +164,10 @@ def source_expected(cum, c0, bit):
 @kernel(inline=True)
 def source_learn(src, byte):
     """Learn the coded ``byte`` (after its last bit)."""
-    learn_token(src.net, src.acts, src.grads, src.acts, src.counts, src.lc, src.ts, src.ex, src.at[0], byte, True,
-                True)
+    learn_token_serial(src.net, src.acts, src.grads, src.acts, src.counts, src.lc, src.ts, src.ex, src.at[0], byte,
+                       True, True)
 
 
 #: the two steps for a source without the SSM, and for none (see :data:`.tokenloop.learn_token_no_ssm`)
 source_begin_no_ssm = variant(source_begin, "no_ssm", predict_token=predict_token_no_ssm)
-source_learn_no_ssm = variant(source_learn, "no_ssm", learn_token=learn_token_no_ssm)
+source_learn_no_ssm = variant(source_learn, "no_ssm", learn_token_serial=learn_token_no_ssm)

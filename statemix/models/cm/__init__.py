@@ -77,12 +77,11 @@ most 4 MiB a context) + with a byte-distribution source, its memory
 
 from __future__ import annotations
 
-import contextlib
 import functools
 
 import numpy as np
 
-from ..._jit import announce, threads_at_most
+from ..._jit import announce
 from ...coder import dec_init, enc_init, finish_whole
 from ...coder import new_state as new_coder_state
 from .._snapshot import put_back, take
@@ -215,19 +214,15 @@ class Model:
         n = data.shape[0]
         tables = self.tables()
         source = self.source.arrays() if self.source is not None else _no_source()
-        uses_ssm = self._loop is run_range
         staging = self._stage_sink is not None and mode == ENCODE
         loop = self._loop if staging else _CODING[self._loop]
-        # the SSM source runs on one thread inside cm's byte loop: measured not to pay before the
-        # SIMD backward pass, not measured since (--model ssm's byte models now use every thread)
-        with threads_at_most(1) if uses_ssm else contextlib.nullcontext():
-            for start, end in timed_steps(n, STEP_BYTES_STAGES if staging else STEP_BYTES_MOST):
-                stages = np.zeros((end - start, STAGE_ROWS, 256), dtype=np.float32) if staging else _NO_STAGES
-                loop(mode, data, coded, self.rc, self.state, tables, source, trace, stages, start, end)
-                if staging:
-                    self._stage_sink(self._stage_step(data, start, end, stages))
-                if progress is not None:
-                    progress(end)
+        for start, end in timed_steps(n, STEP_BYTES_STAGES if staging else STEP_BYTES_MOST):
+            stages = np.zeros((end - start, STAGE_ROWS, 256), dtype=np.float32) if staging else _NO_STAGES
+            loop(mode, data, coded, self.rc, self.state, tables, source, trace, stages, start, end)
+            if staging:
+                self._stage_sink(self._stage_step(data, start, end, stages))
+            if progress is not None:
+                progress(end)
         if trace.shape[0]:
             p = trace / 65536.0
             self._sink(TraceBlock(p[:, 0], np.unpackbits(data).astype(np.int8), np.repeat(np.arange(n), 8), n,

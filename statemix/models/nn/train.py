@@ -27,7 +27,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..._fmath import exp32
-from ..._jit import kernel, prange, serial_twin
+from ..._jit import kernel, prange, serial_twin, variant
 from .numerics import dot_lanes
 from .layout import (
     ADAM_BLOCK, A_LOG, F0, F1, H_B1, H_B2, H_CLIP, H_EPS, H_LR, H_LR_HALF, H_LR_MIN, LANES, NT, SF_B1T,
@@ -116,34 +116,34 @@ def _learning_rate(hy, chunk):
     return lo + (lr - lo) * (half / (half + np.float32(chunk)))
 
 
-_forward_chunk_serial = serial_twin(forward_chunk)
-_backward_chunk_serial = serial_twin(backward_chunk)
-_adam_step_serial = serial_twin(adam_step)
+#: channels per task of the scans of :func:`_iterate`: ``sz[S_EB]`` for the parallel passes
+_TASK_CHANNELS = S_EB
 
 
 @kernel
-def _iterate(net, acts, grads, tin, tout, coded_first, serial):
+def _iterate(net, acts, grads, tin, tout, coded_first):
     """The Adam iterations on one chunk (``tin`` inputs, ``tout`` targets, from the start state in
-    ``acts``); the activations already in ``acts`` serve the first one if ``coded_first``.  With
-    ``serial`` the passes run without parallel regions (the same bits: see :func:`.serial_twin`)."""
+    ``acts``); the activations already in ``acts`` serve the first one if ``coded_first``.  The
+    passes run on every thread; :data:`_iterate_serial` runs them without parallel regions."""
     P, G, M, W, Aneg, off, sz, hy, st, sf = net.P, net.G, net.M, net.W, net.Aneg, net.off, net.sz, net.hy, net.st, net.sf
     chunk = st[ST_CHUNK]
     iters = _iterations(sz, chunk)
     lr = _learning_rate(hy, chunk)
     for it in range(iters):
-        if serial:  # the scans in one task of all E channels
-            if it > 0 or not coded_first:
-                _forward_chunk_serial(P, Aneg, off, sz, acts, tin, sz[S_E])
-            _backward_chunk_serial(P, Aneg, off, sz, hy, acts, grads, tin, tout, G, sz[S_E])
-            _adam_step_serial(P, G, M, W, hy, sf, lr, net.partial)
-        else:
-            if it > 0 or not coded_first:
-                forward_chunk(P, Aneg, off, sz, acts, tin, sz[S_EB])
-            backward_chunk(P, Aneg, off, sz, hy, acts, grads, tin, tout, G, sz[S_EB])
-            adam_step(P, G, M, W, hy, sf, lr, net.partial)
+        if it > 0 or not coded_first:
+            forward_chunk(P, Aneg, off, sz, acts, tin, sz[_TASK_CHANNELS])
+        backward_chunk(P, Aneg, off, sz, hy, acts, grads, tin, tout, G, sz[_TASK_CHANNELS])
+        adam_step(P, G, M, W, hy, sf, lr, net.partial)
         refresh_a(P, off, sz, Aneg)
         st[ST_STEPS] += 1
     st[ST_CHUNK] = chunk + 1
+
+
+#: :func:`_iterate` on this thread alone: the passes' serial twins, the scans in one task of all E
+#: channels (the same bits: see :func:`.serial_twin`)
+_iterate_serial = variant(_iterate, "serial", forward_chunk=serial_twin(forward_chunk),
+                          backward_chunk=serial_twin(backward_chunk), adam_step=serial_twin(adam_step),
+                          _TASK_CHANNELS=S_E)
 
 
 @kernel(allocates=True)  # copies rows (numba's slice copies need its runtime); once per chunk
@@ -157,7 +157,7 @@ def train_chunk(net, acts, grads):
     for l in range(L):
         net.saved_h[l] = hs[l, T]
         net.saved_x[l] = xh[l, T:T + K - 1]
-    _iterate(net, acts, grads, net.tin, net.tout, True, False)
+    _iterate(net, acts, grads, net.tin, net.tout, True)
     for l in range(L):
         hs[l, 0] = net.saved_h[l]
         xh[l, 0:K - 1] = net.saved_x[l]
@@ -168,7 +168,7 @@ def train_pending(net, acts_t, grads):
     """Train on the chunk handed over by :func:`hand_over` (delay 1), in ``acts_t``, on this thread
     alone: the caller may run it beside the coding of the next chunk, which reads only the coding
     weights ``net.Pc``/``net.Ac`` and its own arrays."""
-    _iterate(net, acts_t, grads, net.tin_t, net.tout_t, False, True)
+    _iterate_serial(net, acts_t, grads, net.tin_t, net.tout_t, False)
     net.st[ST_PENDING] = 0
 
 
@@ -239,3 +239,10 @@ def end_position(net, acts, grads, acts_t, t, token, train):
             finish_chunk(net, acts, grads, acts_t)
         following = 0
     net.st[ST_POS] = following
+
+
+#: :func:`end_position` with every training pass on this thread alone, no parallel region under it:
+#: for a network run inside another kernel's loop (cm's byte-distribution source), which can then
+#: load it from the kernel cache instead of compiling it again (:class:`statemix._jit._CacheForTopLevel`)
+end_position_serial = variant(end_position, "serial", finish_chunk=variant(
+    finish_chunk, "serial", train_chunk=variant(train_chunk, "serial", _iterate=_iterate_serial)))
