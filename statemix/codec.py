@@ -203,13 +203,22 @@ class BlockCoder:
                 zstd_payload = compress_zstd(raw)
         else:
             zstd_payload = compress_zstd(raw)
-        if coded is not None and len(coded) <= len(zstd_payload):
+        zstd_fits = len(zstd_payload) < len(raw) and (not modelled or self._may_learn(len(raw), len(zstd_payload)))
+        if coded is not None and (len(coded) <= len(zstd_payload) or not zstd_fits):
             return container.write_block(container.MODELLED_X86 if transformed else container.MODELLED, raw, coded)
         if report is not None:
             report(len(raw))
-        kind, payload = (container.ZSTANDARD, zstd_payload) if len(zstd_payload) < len(raw) else (container.STORED, raw)
+        kind, payload = (container.ZSTANDARD, zstd_payload) if zstd_fits else (container.STORED, raw)
         # a block the model coded and lost: the model has learned it, and the decoder's model will too
         return container.write_block(container.learned_kind(kind, transformed) if modelled else kind, raw, payload)
+
+
+    def _may_learn(self, raw_length: int, payload_length: int) -> bool:
+        """Whether a learned block of ``raw_length`` bytes may have a payload of ``payload_length``
+        bytes (the model's ``max_learned_length``: statemix.container)."""
+        bound = getattr(self.model, "max_learned_length", None)
+        limit = None if bound is None else bound(payload_length)
+        return limit is None or raw_length <= limit
 
 
 class Decompressor(Unpicklable):
@@ -284,6 +293,8 @@ class Decompressor(Unpicklable):
                 return True
             if self._version >= 3 and header.kind in container.MODELLED_KINDS:
                 container.check_block_bound(header, getattr(self._model, "max_raw_length", None))
+            elif header.kind in container.LEARNED_KINDS:
+                container.check_block_bound(header, getattr(self._model, "max_learned_length", None))
             end = header.size + header.payload_length
             if len(self._input) < end:
                 return False

@@ -67,14 +67,18 @@ stream can ask for is proportional to its size, never to the lengths it claims:
   -log2(f / 2**t) over its symbols.  The cm model codes bits with :func:`statemix.quantize.binary_frequency`,
   which clamps f to [1, 65535] of 2**16: each bit costs at least -log2(65535/65536) > 2**-16 / ln 2
   bits, so a byte costs more than 8 * 2**-16 / ln 2 and raw <= P * 65536 ln 2 < P * 45,427
-  (CM_BYTES_PER_PAYLOAD_BYTE).  The ssm model codes tokens with
+  (CM_BYTES_PER_PAYLOAD_BYTE).  From cm's model revision 8 (levels 2 and 3) the clamp is [16, 65520]:
+  a bit costs more than 2**-12 / ln 2 bits and raw < P * 2,840 (CM_COARSE_BYTES_PER_PAYLOAD_BYTE).  The ssm model codes tokens with
   :func:`statemix.quantize.quantize_logits` over V symbols of a total 2**tb, each symbol at least
   1: a token costs at least -log2(1 - (V-1) / 2**tb) > (V-1) / (2**tb ln 2) bits, so it codes at most
   8 P 2**tb ln 2 / (V-1) tokens, each of at most the vocabulary's longest token in bytes
   (the model's ``max_raw_length``; its BPE token count is checked again against the code word
   once its vocabulary is read, before any token is decoded).
 - learned kinds: their payload is stored or zstandard, bounded as above; the model then learns at
-  most that many bytes.
+  most that many bytes.  From cm's model revision 8 a learned block also holds no more than a code
+  word of its payload's length could (the model's ``max_learned_length``): the encoder writes the
+  model's code word instead of a zstandard frame too short for its block, so learning costs no
+  more model work per payload byte than decoding.
 
 The floor is what an adversary who runs the model can reach; a payload that does not follow the
 model's most probable path runs out sooner.  A decoder of a whole code word of P bytes reads at most
@@ -136,6 +140,7 @@ BLOCK_SIZE = 1 << 20
 MAX_BLOCK = 1 << 20  # every writer cut its blocks at BLOCK_SIZE (1 MiB): longer ones are refused
 ZSTD_BLOCK_MAX = 1 << 17  # a zstandard block holds at most 128 KiB and takes at least 4 bytes
 CM_BYTES_PER_PAYLOAD_BYTE = 45_427  # > 65536 ln 2: see "What a payload can hold"
+CM_COARSE_BYTES_PER_PAYLOAD_BYTE = 2_840  # > 4096 ln 2: the same, from cm's model revision 8
 END, MODELLED, STORED, ZSTANDARD, MODELLED_X86 = 0, 1, 2, 3, 4
 ZSTANDARD_LEARNED, ZSTANDARD_LEARNED_X86, STORED_LEARNED, STORED_LEARNED_X86 = 5, 6, 7, 8
 KIND_NAMES = {MODELLED: "modelled", STORED: "stored", ZSTANDARD: "zstandard", MODELLED_X86: "modelled x86",
@@ -243,14 +248,18 @@ def write_block(kind: int, raw: bytes, payload: bytes, version: int = FORMAT_VER
 
 def max_raw_length(kind: int, payload_length: int, model_bound=None) -> int | None:
     """The most bytes of data a block of ``kind`` can hold in ``payload_length`` bytes of payload
-    (see "What a payload can hold"); None where nothing is known.  ``model_bound``: for the modelled
-    kinds, the model's bound (a function of the payload length), None when there is none (version 1
-    and 2 code words are trimmed)."""
+    (see "What a payload can hold"); None where nothing is known.  ``model_bound``: the model's bound,
+    a function of the payload length (None, or returning None, where there is none): for the modelled
+    kinds its code word's (none in versions 1 and 2: their code words are trimmed), for the learned
+    kinds the one its record promises them."""
     if kind in STORED_KINDS:
-        return payload_length
-    if kind in ZSTANDARD_KINDS:
-        return (payload_length // 4) * ZSTD_BLOCK_MAX  # 4 bytes at least per block of at most 128 KiB
-    return None if model_bound is None else model_bound(payload_length)
+        own = payload_length
+    elif kind in ZSTANDARD_KINDS:
+        own = (payload_length // 4) * ZSTD_BLOCK_MAX  # 4 bytes at least per block of at most 128 KiB
+    else:
+        own = None
+    model = None if model_bound is None else model_bound(payload_length)
+    return model if own is None else own if model is None else min(own, model)
 
 
 def check_block_bound(header: "BlockHeader", model_bound=None) -> None:

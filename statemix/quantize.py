@@ -4,7 +4,10 @@ Encoder and decoder both call these functions on bit-identical inputs, so their 
 Every symbol gets a frequency of at least 1, so any symbol can be coded whatever the model believed.
 
 - :func:`binary_frequency`: a binary model's P(bit = 1) in units of 2**-16 becomes the frequency of the
-  bit 1 out of 2**16 (clamped to ``[1, 65535]``).
+  bit 1 out of 2**16, clamped to ``[floor, 2**16 - floor]``: :data:`FINE_FLOOR` (1) in cm's first
+  model revisions, :data:`COARSE_FLOOR` (16, P(1) within [2**-12, 1 - 2**-12]) from its revision
+  ``bit.sse.FLOOR_REVISION``.  Every bit then costs at least -log2(1 - floor / 2**16) bits, which bounds
+  what a code word can hold (statemix.container, "What a payload can hold").
 - :func:`quantize_distribution`: a float distribution over ``n`` symbols becomes ``n`` frequencies
   summing to exactly ``2**total_bits``: ``f_i = 1 + floor(p_i * (2**total_bits - n) / sum(p))``, and
   the rounding remainder goes to the most probable symbol (the first one on ties).  The sum is taken
@@ -30,13 +33,18 @@ from ._fmath import F1, exp32, sum_lanes
 from ._jit import kernel
 
 
+#: a binary frequency's least value, of 2**16 (see the module docstring)
+FINE_FLOOR, COARSE_FLOOR = 1, 16
+
+
 @kernel
-def binary_frequency(p1):
-    """Return the frequency of bit 1 out of 2**16 for P(1) = ``p1`` / 65536."""
-    if p1 < 1:
-        return np.int64(1)
-    if p1 > 65535:
-        return np.int64(65535)
+def binary_frequency(p1, floor):
+    """Return the frequency of bit 1 out of 2**16 for P(1) = ``p1`` / 65536, clamped to
+    ``[floor, 65536 - floor]``."""
+    if p1 < floor:
+        return np.int64(floor)
+    if p1 > 65536 - floor:
+        return np.int64(65536 - floor)
     return np.int64(p1)
 
 

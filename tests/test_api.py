@@ -47,18 +47,26 @@ GOLDEN_EMPTY = bytes.fromhex(
     "03"  # format version
     "01"  # arithmetic version
     "12"  # model record length
-    "01" "0004" "07" "0e10" "0905" "08" "d5efffffffffff1f" "c1"  # model record, as GOLDEN_EMPTY_V2's below
-    "c2c16028"  # header CRC32
+    "01" "0004" "08" "0e10" "0905" "08" "d5efffffffffff1f" "c1"  # model record, as GOLDEN_EMPTY_V2's below
+    #       but at model revision 8 (the coded probability kept 2**-12 from 0 and 1)
+    "5f02e87c"  # header CRC32
     "00"  # end block
     "00"  # original length 0
     "00000000"  # CRC32 of no data
 )
 #: statemix.compress(GOLDEN_INPUT): one modelled block of 460 bytes coded in 22 bytes
 GOLDEN_TEXT = bytes.fromhex(
-    "89534d580301" "12" "01000407" "0e100905" "08" "d5efffffffffff1f" "c1" "c2c16028"  # header, as above
+    "89534d580301" "12" "01000408" "0e100905" "08" "d5efffffffffff1f" "c1" "5f02e87c"  # header, as above
     "01" "cc03" "16" "cf31b4de" "5877534f"  # modelled block: raw length 460, payload 22, header CRC32, CRC32
     "8234c696d0fcdc28ca1c0f48b5fe8fff38d9e2296e6a"  # the range coder's code word (whole)
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same at model revision 7 (format 3; the coded probability's floor 2**-16): it must decode as it did.
+GOLDEN_EMPTY_MODEL_REVISION_7 = bytes.fromhex(
+    "89534d580301" "12" "01000407" "0e100905" "08" "d5efffffffffff1f" "c1" "c2c16028" "00" "00" "00000000")
+GOLDEN_TEXT_MODEL_REVISION_7 = bytes.fromhex(
+    "89534d580301" "12" "01000407" "0e100905" "08" "d5efffffffffff1f" "c1" "c2c16028" "01cc0316cf31b4de5877534f"
+    "8234c696d0fcdc28ca1c0f48b5fe8fff38d9e2296e6a" "00cc035877534f"
 )
 #: statemix.compress(b"") in format 2 (the model record explained): it must decode as it did.
 GOLDEN_EMPTY_V2 = bytes.fromhex(
@@ -1271,6 +1279,12 @@ def test_golden_stream_of_level_3_with_the_first_pretrained_weights_still_decode
     assert statemix.decompress(GOLDEN_TEXT_LEVEL3_SOURCE_4) == GOLDEN_INPUT
 
 
+def test_golden_streams_of_levels_2_and_3_at_model_revision_7_still_decode():
+    assert statemix.decompress(GOLDEN_EMPTY_MODEL_REVISION_7) == b""
+    assert statemix.decompress(GOLDEN_TEXT_MODEL_REVISION_7) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_MODEL_REVISION_7) == GOLDEN_INPUT
+
+
 def test_golden_streams_of_levels_2_and_3_at_model_revision_6_still_decode():
     assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_60) == b""
     assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_60) == GOLDEN_INPUT
@@ -1393,10 +1407,15 @@ GOLDEN_TEXT_LEVEL1_ONE_MIXER = bytes.fromhex(
 #: the pretrained SSM (second weight file) with the count models (05); no byte histories (bit 5 of the
 #: last byte clear: an input under 512 KiB has none)
 GOLDEN_TEXT_LEVEL3 = bytes.fromhex(
-    "89534d580301" "12" "01000407" "0e100905" "08" "d5efffffffffff1f" "c5" "db050d2f"  # header: level 3 record, CRC32
+    "89534d580301" "12" "01000408" "0e100905" "08" "d5efffffffffff1f" "c5" "46c6857b"  # header: level 3 record, CRC32
     "01" "cc03" "12" "d6f5d9d9" "5877534f"  # modelled block: raw length 460, payload 18, header CRC32, CRC32
-    "75099760ed66f19f4856057e2393b397dafc"  # the range coder's code word
+    "75099760ed66f19f4856057e2393b397dafe"  # the range coder's code word
     "00" "cc03" "5877534f"  # end block: length 460, CRC32
+)
+#: The same at model revision 7 (the coded probability's floor 2**-16): it must decode as it did.
+GOLDEN_TEXT_LEVEL3_MODEL_REVISION_7 = bytes.fromhex(
+    "89534d580301" "12" "01000407" "0e100905" "08" "d5efffffffffff1f" "c5" "db050d2f" "01cc0312d6f5d9d95877534f"
+    "75099760ed66f19f4856057e2393b397dafc" "00cc035877534f"
 )
 #: The same with level 3's source started from the first weight file (04): it must decode as it did.
 GOLDEN_TEXT_LEVEL3_SOURCE_4 = bytes.fromhex(

@@ -144,7 +144,8 @@ def test_quantize_tolerates_nan_and_zero():
 
 
 def test_binary_frequency_clamps():
-    assert [binary_frequency(p) for p in (-5, 0, 1, 32768, 65535, 65536, 10**6)] == [1, 1, 1, 32768, 65535, 65535, 65535]
+    assert [binary_frequency(p, 1) for p in (-5, 0, 1, 32768, 65535, 65536, 10**6)] == [1, 1, 1, 32768, 65535, 65535, 65535]
+    assert [binary_frequency(p, 16) for p in (-5, 15, 16, 17, 65519, 65520, 65521, 10**6)] == [16, 16, 16, 17, 65519, 65520, 65520, 65520]
 
 
 def test_coded_cost_of_binary_near_ideal():

@@ -6,6 +6,7 @@ stream, not to the length it claims (statemix/container.py: "What a payload can 
 from __future__ import annotations
 
 import functools
+import io
 import random
 import resource
 import struct
@@ -25,7 +26,10 @@ from conftest import shared_file, text_sample
 
 MODELS = [("cm", 1), ("cm", 2), ("cm", 3), ("ssm", 1), ("ssm", 2), ("ssm", 3)]
 IDS = [f"{model}-{level}" for model, level in MODELS]
-CM_BOUND = container.CM_BYTES_PER_PAYLOAD_BYTE
+#: bytes a code word byte can hold at each cm level: level 1 is model revision 0, levels 2 and 3
+#: revision 8, whose coded probabilities keep 2**-12 from 0 and 1 (statemix.container)
+CM_BOUND = {1: container.CM_BYTES_PER_PAYLOAD_BYTE, 2: container.CM_COARSE_BYTES_PER_PAYLOAD_BYTE,
+            3: container.CM_COARSE_BYTES_PER_PAYLOAD_BYTE}
 
 
 def block(kind: int, claim: int, payload: bytes, version: int = 3, crc: int = 0) -> bytes:
@@ -101,11 +105,11 @@ def test_claims_beyond_every_writer_block_size_are_refused_before_model_work(mod
 def test_a_cm_block_claiming_more_than_its_code_word_can_hold_is_refused_before_model_work(level, no_model_work):
     for size in (0, 1, 16, 23):
         for kind in (container.MODELLED, container.MODELLED_X86):
-            data = stream("cm", level, block(kind, size * CM_BOUND + 1, noise(size, size)))
+            data = stream("cm", level, block(kind, size * CM_BOUND[level] + 1, noise(size, size)))
             refused_within(data, 5, "more than its .*payload can hold")
     # what the payload can hold is not refused by the bound
     assert container.max_raw_length(container.MODELLED, 23, statemix.models.build_model(
-        spec_for_level(level, None)).max_raw_length) == 23 * CM_BOUND
+        spec_for_level(level, None)).max_raw_length) == 23 * CM_BOUND[level]
 
 
 @pytest.mark.parametrize("model,level", MODELS, ids=IDS)
@@ -119,6 +123,49 @@ def test_a_zstandard_block_claiming_more_than_its_frame_can_hold_is_refused(mode
         if claim <= (len(payload) // 4) * container.ZSTD_BLOCK_MAX:
             continue
         refused_within(stream(model, level, block(kind, claim, payload)), 5, "can hold")
+
+
+@pytest.mark.parametrize("level", [2, 3])
+def test_a_learned_block_claiming_more_than_a_code_word_could_hold_is_refused(level, no_model_work):
+    """From cm's model revision 8 a learned block holds no more than a code word of its payload's
+    length: 1 MiB of zeros in a 40-byte zstandard frame (which zstandard's own bound lets through)
+    would make the decoder's model learn 1 MiB for 40 bytes."""
+    frame = zstandard.ZstdCompressor(level=19, write_content_size=False).compress(bytes(1 << 20))
+    assert (len(frame) // 4) * container.ZSTD_BLOCK_MAX >= 1 << 20 > len(frame) * CM_BOUND[level]
+    for kind in (container.ZSTANDARD_LEARNED, container.ZSTANDARD_LEARNED_X86):
+        refused_within(stream("cm", level, block(kind, 1 << 20, frame)), 5, "can hold")
+    assert container.max_raw_length(container.ZSTANDARD_LEARNED, 40, statemix.models.build_model(
+        spec_for_level(level, None)).max_learned_length) == 40 * CM_BOUND[level]
+
+
+@pytest.mark.parametrize("level", [2, 3])
+def test_the_encoder_writes_a_code_word_where_a_learned_frame_would_hold_too_much(level):
+    """zstandard writes 1 MiB of zeros in 40 bytes, fewer than the model's code word; the block is
+    modelled all the same, since a learned block of 40 bytes may hold only 40 * CM_BOUND bytes."""
+    data = bytes(1 << 20)
+    stream_ = statemix.compress(data, level=level)
+    (info,) = statemix.read_info(io.BytesIO(stream_))
+    for b in info.blocks:
+        assert b.kind == "modelled" or b.raw_length <= b.payload_length * CM_BOUND[level], b
+    assert {b.kind for b in info.blocks} == {"modelled"}
+    assert statemix.decompress(stream_) == data
+
+
+@pytest.mark.parametrize("level", [2, 3])
+def test_the_densest_code_word_in_64_bytes_decodes_within_10_s(level):
+    """The most model work a 64-byte stream can ask for: one block whose code word follows the
+    model's most probable path all along (zeros, each bit near the probability floor), so that its
+    payload holds as many bytes as the floor lets it."""
+    warm("cm", level)
+    model = statemix.models.build_model(spec_for_level(level, None))
+    data = bytes(36_000)
+    coded = model.encode(data, len(data))
+    densest = stream("cm", level, container.write_block(container.MODELLED, data, coded), length=len(data))
+    densest = densest[:-4] + struct.pack("<I", zlib.crc32(data))
+    assert len(densest) <= 64 and len(data) > 2_000 * len(coded)
+    started = time.perf_counter()
+    assert statemix.decompress(densest) == data
+    assert time.perf_counter() - started < 10
 
 
 def test_blocks_of_formats_1_and_2_over_1_mib_are_refused(no_model_work):
@@ -166,7 +213,7 @@ def test_maximal_claims_end_within_10_s_at_every_level_and_model(model, level):
     warm(model, level)
     for size in (1, 16, 200):
         for kind in (container.MODELLED, container.MODELLED_X86):
-            claim = container.MAX_BLOCK if model == "ssm" else min(container.MAX_BLOCK, size * CM_BOUND)
+            claim = container.MAX_BLOCK if model == "ssm" else min(container.MAX_BLOCK, size * CM_BOUND[level])
             refused_within(stream(model, level, block(kind, claim, noise(size, size))), 10)
 
 
@@ -213,7 +260,7 @@ def test_short_forged_streams_end_in_time_and_memory(tmp_path):
         room = 64 - len(head) - 6 - 14
         payload = rng.randbytes(rng.randrange(0, room + 1))
         claim = rng.choice([1, len(payload) or 1, rng.randrange(1, container.MAX_BLOCK + 1), container.MAX_BLOCK,
-                            max(1, len(payload)) * CM_BOUND])
+                            max(1, len(payload)) * CM_BOUND[1]])
         data = head + block(kind, claim, payload, crc=rng.getrandbits(32)) + container.write_trailer(claim, 0)
         started = time.perf_counter()
         try:

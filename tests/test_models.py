@@ -76,11 +76,11 @@ def test_small_text_regions_by_model_revision():
     # stay at 8 MiB); from revision 7 the others' up to 2**24 bytes, above that as revision 5's; the
     # other text contexts' keep table_bits
     for revision, table_bits, small in ((4, 24, 22), (4, 25, 23), (5, 24, 23), (5, 25, 23), (5, 20, 19),
-                                        (6, 24, 23), (7, 24, 24), (7, 25, 23), (7, 20, 20)):
+                                        (6, 24, 23), (7, 24, 24), (7, 25, 23), (7, 20, 20), (8, 24, 24)):
         config = cm.Config(table_bits, 24, 2, 9, 5, kinds=(0, 44), source=1, revision=revision)
         assert cm.Config.from_bytes(config.to_bytes()) == config
         assert (config.region_bits(44), config.region_bits(0)) == (small, table_bits), (revision, table_bits)
-    assert cm.Config.from_bytes(spec_for_level(2).parameters).revision == 7
+    assert cm.Config.from_bytes(spec_for_level(2).parameters).revision == 8
 
 
 def test_source_buckets_by_model_revision():

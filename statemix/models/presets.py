@@ -79,7 +79,7 @@ BYTE_HISTORIES_MIN_FIT = 23
 #: Level 2 is the whole model: the components of CM_KINDS with regions sized from 2**24 bytes (each
 #: kind's: cm.Config.region_bits), a 2**24-byte history, nine mixers (what selects each one's weights:
 #: .bit.mixer), five APMs (.bit.sse), the count models as byte-distribution source (source 1,
-#: .bit.distribution), record detector 2 (.bit.record), byte histories, and model revision 7 (the
+#: .bit.distribution), record detector 2 (.bit.record), byte histories, and model revision 8 (the
 #: constants without a field of their own: cm.Config).
 #: Level 3 is level 2 with regions sized from 2**25 bytes (twice level 2's, but the small text
 #: contexts' stay 8 MiB) and the pretrained SSM with the count models as its byte-distribution
@@ -91,9 +91,9 @@ BYTE_HISTORIES_MIN_FIT = 23
 CM_LEVELS = {
     1: dict(table_bits=22, hist_bits=22, contexts=5, mixers=2, apms=1),
     2: dict(table_bits=24, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=1,
-            detector=2, byte_histories=True, revision=7),
+            detector=2, byte_histories=True, revision=8),
     3: dict(table_bits=25, hist_bits=24, contexts=len(CM_KINDS), mixers=9, apms=5, kinds=CM_KINDS, source=5,
-            detector=2, byte_histories=True, revision=7),
+            detector=2, byte_histories=True, revision=8),
 }
 #: Largest sizes any cm preset writes or wrote (level 3's history had 2**26 bytes before the shape
 #: contexts): a record asking for more is corrupt (and could not be allocated on an ordinary

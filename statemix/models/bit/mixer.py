@@ -92,7 +92,7 @@ ROWS_AFTER_MIXER2 = (0, 0, 0, 0, MIXER4_AT, MIXER7_AT, MIXER7_AT, MIXER7_AT, MIX
 Revision = namedtuple("Revision", "mixer_rate stream_boost set_boost rate_shift final final_boost initial final_groups")
 #: ``REVISIONS[r]``: model revision r's constants (what each revision changed: cm.configuration.REVISIONS).
 REVISIONS = ((Revision(4, 24, 0, 18, 32, 0, 4, 1),) + (Revision(3, 24, 0, 18, 16, 16, 24, 1),) * 2
-             + (Revision(3, 0, 48, 19, 16, 16, 24, 1),) + (Revision(3, 0, 48, 19, 16, 16, 24, 8),) * 4)
+             + (Revision(3, 0, 48, 19, 16, 16, 24, 1),) + (Revision(3, 0, 48, 19, 16, 16, 24, 8),) * 5)
 MIXER_SKIP = 1024  # mixers skip training when |bit - p| < MIXER_SKIP / 2**16
 USES_SCALE = 256  # a weight set's rate boost halves after USES_SCALE trainings
 USES_LIMIT = 65535  # uses counted up to this (the boost is 0 from there on)

@@ -25,12 +25,17 @@ from __future__ import annotations
 import numpy as np
 
 from ..._jit import kernel
+from ...quantize import COARSE_FLOOR, FINE_FLOOR
 from .hashing import wrapping_mul
 from .tables import stretch
 
 APM_RATE = 6  # APM update: moves 2**-APM_RATE of the way to the target
 TWO_BUCKETS_REVISION = 2  # the first model revision whose APMs train both buckets
 WORD_APM_REVISION = 4  # the first model revision with the fifth APM and the APMs' 15/16 of the coded probability
+#: the first model revision whose coded P(1) is kept within [2**-12, 1 - 2**-12] (statemix.quantize's
+#: COARSE_FLOOR), not [2**-16, 1 - 2**-16]: a code word then holds under 2,840 bytes per byte, not
+#: 45,427, and a decoder's work is bounded by 16 times less (statemix.container)
+FLOOR_REVISION = 8
 BUCKETS = 33
 N_APMS = 5
 STATE_SIZE = 2 * N_APMS  # per APM: the bucket it trains this bit, then per APM the upper bucket's weight
@@ -107,6 +112,12 @@ def coded_probability(p_mix, p_apm, n_apm, revision):
     ``n_apm`` APMs' probabilities, in model revision ``revision`` (see the module docstring)."""
     mix_share = 1 if revision >= WORD_APM_REVISION else 2  # sixteenths
     return (mix_share * p_mix + ((16 - mix_share) * p_apm) // n_apm) >> 4
+
+
+@kernel(inline=True)
+def coded_floor(revision):
+    """The least frequency (of 2**16) of either bit value in model revision ``revision``."""
+    return COARSE_FLOOR if revision >= FLOOR_REVISION else FINE_FLOOR
 
 
 @kernel(inline=True)

@@ -33,7 +33,9 @@ components live in :mod:`..bit`, one job per module, in the order of the data fl
    weight sets follow the word position as well as ``c0``).
 5. APMs (:mod:`..bit.sse`): up to five adaptive tables refine the mixer's probability; the coded
    probability is ``(p_mix + 15 mean(p_apm)) / 16``.
-6. The probability goes to :func:`statemix.quantize.binary_frequency` and the range coder.
+6. The probability, kept within [2**-12, 1 - 2**-12] (so a code word of P bytes holds fewer than
+   2,840 P bytes: statemix.container), goes to :func:`statemix.quantize.binary_frequency` and the
+   range coder.
 
 That is the latest model revision; what the earlier ones, still decoded, did otherwise is listed in
 :data:`.configuration.REVISIONS`.
@@ -231,10 +233,18 @@ class Model:
 
     def max_raw_length(self, payload_length: int) -> int:
         """The most bytes a code word of ``payload_length`` bytes can hold (statemix.container: every
-        bit costs more than 2**-16 / ln 2 bits under :func:`statemix.quantize.binary_frequency`'s clamp)."""
-        from ...container import CM_BYTES_PER_PAYLOAD_BYTE
+        bit costs more than 2**-16 / ln 2 bits under :func:`statemix.quantize.binary_frequency`'s clamp,
+        2**-12 / ln 2 from model revision ``bit.sse.FLOOR_REVISION``)."""
+        from ...container import CM_BYTES_PER_PAYLOAD_BYTE, CM_COARSE_BYTES_PER_PAYLOAD_BYTE
 
-        return payload_length * CM_BYTES_PER_PAYLOAD_BYTE
+        coarse = self.config.revision >= sse.FLOOR_REVISION
+        return payload_length * (CM_COARSE_BYTES_PER_PAYLOAD_BYTE if coarse else CM_BYTES_PER_PAYLOAD_BYTE)
+
+    def max_learned_length(self, payload_length: int) -> int | None:
+        """The most bytes a learned block of ``payload_length`` bytes of payload may hold: as a code
+        word from model revision ``bit.sse.FLOOR_REVISION`` (statemix.container), else no bound of
+        the model's."""
+        return self.max_raw_length(payload_length) if self.config.revision >= sse.FLOOR_REVISION else None
 
     def encode(self, data: bytes, limit: int, *, progress=None, x86: bool = False) -> bytes | None:
         """Code ``data``; return the code word, or None if it would be longer than ``limit`` bytes.

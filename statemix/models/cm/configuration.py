@@ -53,6 +53,8 @@ REVISIONS = {
        "table at most 2**20 entries (bit.byte_history.MAX_ENTRY_REVISION)",
     7: "the small text contexts' regions the others' up to 2**24 bytes (FULL_TEXT_REVISION); the "
        "byte-distribution source's buckets of 16 pairs, twice as many (SOURCE_SLOTS_REVISION)",
+    8: "the coded P(1) within [2**-12, 1 - 2**-12], not [2**-16, 1 - 2**-16]: a code word holds 16 times "
+       "fewer bytes, and a decoder's work is bounded so (bit.sse.FLOOR_REVISION)",
 }
 
 RECORD_LIST = b"\x00\x01"  # a record with a component list starts so (a first record's table_bits is >= 12)

@@ -29,7 +29,7 @@ from ..bit.distribution import (source_begin, source_begin_no_ssm, source_expect
 from ..bit.hashing import mix_hash, order6_hash
 from ..bit.match import match_expected, match_predict, match_state, match_strength, match_train, match_update
 from ..bit.mixer import mixer_predict, mixer_select, mixer_update
-from ..bit.sse import apm_predict, apm_update, coded_probability
+from ..bit.sse import apm_predict, apm_update, coded_floor, coded_probability
 from ..bit.tables import LUT_NEXT, LUT_RUN, train
 from ..modes import DECODE, ENCODE
 from ..nn.layout import S_TB, S_USE_SSM
@@ -190,9 +190,10 @@ def _predict(st, counters, states, weights, apm, hist, lut, inputs, cum, lookup)
     n_apm = shape.apms
     p_apm = apm_predict(apm, st, APMS, n_apm, p_mix, c0, c1, st[HIST4], expected, st[RECORD + record.WINDOW],
                         st[TEXT + text.WORD0], st[TEXT + text.WORD1], lut)
+    floor = coded_floor(st[REVISION])
     if ablate & ABLATE_APMS:
-        return binary_frequency(p_mix)
-    return binary_frequency(coded_probability(p_mix, p_apm, n_apm, st[REVISION]))
+        return binary_frequency(p_mix, floor)
+    return binary_frequency(coded_probability(p_mix, p_apm, n_apm, st[REVISION]), floor)
 
 
 @kernel  # a call once per byte: inlined, it made cm's loop take about 80 s more to compile

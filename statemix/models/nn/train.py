@@ -141,9 +141,11 @@ def _iterate(net, acts, grads, tin, tout, coded_first):
 
 #: :func:`_iterate` on this thread alone: the passes' serial twins, the scans in one task of all E
 #: channels (the same bits: see :func:`.serial_twin`)
-_iterate_serial = variant(_iterate, "serial", forward_chunk=serial_twin(forward_chunk),
-                          backward_chunk=serial_twin(backward_chunk), adam_step=serial_twin(adam_step),
-                          _TASK_CHANNELS=S_E)
+_forward_chunk_serial = serial_twin(forward_chunk)
+_backward_chunk_serial = serial_twin(backward_chunk)
+_adam_step_serial = serial_twin(adam_step)
+_iterate_serial = variant(_iterate, "serial", forward_chunk=_forward_chunk_serial, backward_chunk=_backward_chunk_serial,
+                          adam_step=_adam_step_serial, _TASK_CHANNELS=S_E)
 
 
 @kernel(allocates=True)  # copies rows (numba's slice copies need its runtime); once per chunk
