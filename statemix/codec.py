@@ -212,7 +212,6 @@ class BlockCoder:
         # a block the model coded and lost: the model has learned it, and the decoder's model will too
         return container.write_block(container.learned_kind(kind, transformed) if modelled else kind, raw, payload)
 
-
     def _may_learn(self, raw_length: int, payload_length: int) -> bool:
         """Whether a learned block of ``raw_length`` bytes may have a payload of ``payload_length``
         bytes (the model's ``max_learned_length``: statemix.container)."""

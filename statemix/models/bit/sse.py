@@ -34,7 +34,7 @@ TWO_BUCKETS_REVISION = 2  # the first model revision whose APMs train both bucke
 WORD_APM_REVISION = 4  # the first model revision with the fifth APM and the APMs' 15/16 of the coded probability
 #: the first model revision whose coded P(1) is kept within [2**-12, 1 - 2**-12] (statemix.quantize's
 #: COARSE_FLOOR), not [2**-16, 1 - 2**-16]: a code word then holds under 2,840 bytes per byte, not
-#: 45,427, and a decoder's work is bounded by 16 times less (statemix.container)
+#: 45,427: a decoder's work per payload byte is bounded 16 times lower (statemix.container)
 FLOOR_REVISION = 8
 BUCKETS = 33
 N_APMS = 5
