@@ -203,7 +203,7 @@ class BlockCoder:
                 zstd_payload = compress_zstd(raw)
         else:
             zstd_payload = compress_zstd(raw)
-        zstd_fits = len(zstd_payload) < len(raw) and (not modelled or self._may_learn(len(raw), len(zstd_payload)))
+        zstd_fits = len(zstd_payload) < len(raw) and (not modelled or self._may_learn(raw, zstd_payload))
         if coded is not None and (len(coded) <= len(zstd_payload) or not zstd_fits):
             return container.write_block(container.MODELLED_X86 if transformed else container.MODELLED, raw, coded)
         if report is not None:
@@ -212,12 +212,12 @@ class BlockCoder:
         # a block the model coded and lost: the model has learned it, and the decoder's model will too
         return container.write_block(container.learned_kind(kind, transformed) if modelled else kind, raw, payload)
 
-    def _may_learn(self, raw_length: int, payload_length: int) -> bool:
-        """Whether a learned block of ``raw_length`` bytes may have a payload of ``payload_length``
-        bytes (the model's ``max_learned_length``: statemix.container)."""
-        bound = getattr(self.model, "max_learned_length", None)
-        limit = None if bound is None else bound(payload_length)
-        return limit is None or raw_length <= limit
+    def _may_learn(self, raw: bytes, frame: bytes) -> bool:
+        """Whether ``raw`` may be written as a learned zstandard block of ``frame``: what a reader
+        checks (statemix.container.max_raw_length, with the model's ``max_learned_length``)."""
+        limit = container.max_raw_length(container.ZSTANDARD_LEARNED, len(frame),
+                                         getattr(self.model, "max_learned_length", None))
+        return len(raw) <= limit
 
 
 class Decompressor(Unpicklable):
