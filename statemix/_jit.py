@@ -51,6 +51,7 @@ commands, never for ``--help``.
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import functools
 import hashlib
@@ -371,6 +372,28 @@ def compile_elapsed() -> float | None:
 def set_threads(threads: int) -> None:
     """Use up to ``threads`` worker threads in parallel kernels (never changes any output)."""
     numba.set_num_threads(max(1, min(int(threads), numba.config.NUMBA_NUM_THREADS)))
+
+
+def beside(first, second) -> None:
+    """Call ``first()`` on this thread while ``second()`` runs on another, when this thread may use
+    two (its numba thread count, :func:`set_threads`); else ``first()`` then ``second()``.  For two
+    kernel calls that write no array in common, so that both orders give the same bits (kernels
+    release the GIL).  Returns when both have; an exception of either is raised here."""
+    if numba.get_num_threads() < 2:
+        first()
+        second()
+        return
+    running = _side_threads().submit(second)
+    try:
+        first()
+    finally:
+        running.result()
+
+
+@functools.cache
+def _side_threads() -> concurrent.futures.ThreadPoolExecutor:
+    """The threads :func:`beside` runs its second calls on (one per possible numba thread)."""
+    return concurrent.futures.ThreadPoolExecutor(numba.config.NUMBA_NUM_THREADS, thread_name_prefix="statemix-beside")
 
 
 @contextlib.contextmanager

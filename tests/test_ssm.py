@@ -394,7 +394,7 @@ def test_network_runs_position_by_position_without_a_coder():
 
 def test_delayed_training_in_the_coding_loop_is_the_delay_run_in_turn():
     """With delay 1 the coding loop trains on each chunk beside the coding of the next one
-    (tokenloop._code_beside_training).  The SSM's probability of every byte equals that of nn.Network
+    (tokenloop.run_range).  The SSM's probability of every byte equals that of nn.Network
     run position by position, which trains in turn (train.finish_chunk), with blocks that end inside a
     chunk (a pending chunk trained with no coding beside it).  The first chunk is coded with the same
     weights with and without a delay, the second is not: its probabilities differ."""

@@ -1,7 +1,8 @@
 """Thread invariance that can fail: the parallel kernels and a parallel preset, at 1 and 2 threads.
 
 Only the SSM network's kernels run in parallel (``prange`` in statemix.models.nn: ``forward_chunk``,
-``backward_chunk``, ``adam_step``), and the ssm model runs them on one thread when its vocabulary is
+``backward_chunk``, ``adam_step``; and with a training delay, a chunk's training on a second thread
+beside the coding of the next, ``statemix._jit.beside``), and the ssm model runs them on one thread when its vocabulary is
 smaller than ``PARALLEL_MIN_VOCAB``: a test over bytes (V = 256) passes whatever the thread count
 does to the arithmetic.  Every test here therefore uses V >= ``PARALLEL_MIN_VOCAB`` (the kernels
 called directly, or the bpe preset on an input with a large vocabulary) and checks that the work
@@ -13,6 +14,9 @@ at 2 threads, and these tests fail on that.
 """
 
 from __future__ import annotations
+
+import threading
+import time
 
 import numpy as np
 import pytest
@@ -197,12 +201,12 @@ def test_serial_twins_give_the_bits_of_the_parallel_kernels(chunk):
 
 def test_delayed_training_stream_is_the_same_at_one_and_two_threads(monkeypatch):
     """The ssm preset mix trains with a delay of one chunk: at 2 threads the training of a chunk
-    runs beside the coding of the next (a parallel loop of 2 jobs, which the first test here shows
-    run on 2 threads).  Coded at -T1 and -T2 the stream is the same bytes, each decodes at the other
-    thread count, and the model ran at the thread count asked for.  A coder that read the weights
-    the trainer writes would differ between the runs."""
+    runs on a second thread beside the coding of the next (statemix._jit.beside).  Coded at -T1 and
+    -T2 the stream is the same bytes, each decodes at the other thread count, and the model ran at
+    the thread count asked for: at 2 threads every delayed training ran off the coding thread, and
+    some while a chunk was being coded; at 1 thread all on it, in turn.  A coder that read the
+    weights the trainer writes would differ between the runs."""
     assert ssm.PRESETS["mix"].delay == 1
-    assert tokenloop._code_beside_training.targetoptions.get("parallel")
     data = text_sample(6000, seed=4)
     runs = []
     run_block = ssm.Model._run_block
@@ -211,15 +215,31 @@ def test_delayed_training_stream_is_the_same_at_one_and_two_threads(monkeypatch)
         runs.append(numba.get_num_threads())
         return run_block(self, *args)
 
+    spans = {"coding": [], "training": []}
+
+    def timed(name, kernel_):
+        def call(*args):
+            started = time.perf_counter()
+            kernel_(*args)
+            spans[name].append((started, time.perf_counter(), threading.get_ident()))
+        return call
+
     monkeypatch.setattr(ssm.Model, "_run_block", spy)
-    streams = {}
+    monkeypatch.setattr(tokenloop, "code_tokens", timed("coding", tokenloop.code_tokens))
+    monkeypatch.setattr(tokenloop, "train_pending", timed("training", tokenloop.train_pending))
+    streams, overlapping, off_thread = {}, {}, {}
     for threads in (1, 2):
         set_threads(threads)
+        spans["coding"].clear(), spans["training"].clear()
         streams[threads] = statemix.compress(data, model="ssm")
+        assert spans["training"]
+        off_thread[threads] = {ident != threading.get_ident() for _, _, ident in spans["training"]}
+        overlapping[threads] = any(a < d and c < b for a, b, _ in spans["training"] for c, d, _ in spans["coding"])
     assert streams[1] == streams[2]
     assert statemix.decompress(streams[1], threads=2) == data
     assert statemix.decompress(streams[2], threads=1) == data
     assert runs == [1, 2, 2, 1]
+    assert off_thread == {1: {False}, 2: {True}} and overlapping == {1: False, 2: True}
 
 
 def test_bpe_preset_stream_is_the_same_at_one_and_two_threads(monkeypatch):

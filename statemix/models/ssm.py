@@ -57,9 +57,14 @@ from .steps import timed_steps
 from .nn import Network
 from .ssm_config import (BLOCK_SIZE_MAX, MAX_BPE_MERGES, PRESETS, TOK_BPE, TOK_IDS, Config,  # noqa: F401
                          config_for_level)
-from .tokenloop import STAGE_MIXED, STAGE_QUANTIZED, STAGE_SSM, run_range
+from .nn.train import hand_over, train_chunk, train_pending
+from .tokenloop import STAGE_MIXED, STAGE_QUANTIZED, STAGE_SSM, code_tokens, run_range
 
-announce(run_range, "the ssm model's loop", 240)  # seconds of its first compile (bench/RESULTS.md)
+# the kernels run_range asks for, with the seconds of their first compile (bench/compile_profile.py)
+announce(code_tokens, "the ssm model's coding loop", 20)
+announce(train_chunk, "the ssm model's training", 65)
+announce(train_pending, "the ssm model's delayed training", 25)
+announce(hand_over, "the ssm model's hand-over of a chunk", 5)
 
 MODEL_ID = 2
 PARALLEL_MIN_VOCAB = 256  # smaller vocabularies run on one thread (output is the same at any count)

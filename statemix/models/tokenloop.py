@@ -9,7 +9,7 @@ Per token i of a block (the same loop for ENCODE, DECODE and LEARN, see :mod:`.m
     code / decode token i with freqs             :mod:`statemix.coder` (ENCODE/DECODE only)
     tokenmix.learn, tokenmix.update              the mixer learns the coded softmax; counts grow
     counts[sym] += 1, lc[sym] = log(1 + count)   the frequency prior (float32, own log)
-    end_position(net, ..., sym)                  the token is the target; train at a chunk's end
+    end_position(net, ..., sym)                  the token is the target; a chunk's end: train it
 
 With a training delay (``Config.delay`` = 1) a chunk's end hands the chunk to the trainer instead,
 and :func:`run_range` trains it beside the coding of the next chunk (:mod:`.nn.train`).
@@ -21,10 +21,12 @@ gives the same bits as in one.
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 
 from .._fmath import F1, LANES, log32, sum_lanes
-from .._jit import kernel, prange, variant
+from .._jit import beside, kernel, variant
 from ..coder import dec_symbol, enc_encode
 from ..quantize import quantize_logits
 from . import tokenmix
@@ -32,7 +34,8 @@ from .modes import DECODE, LEARN
 from .nn.forward import forward_position
 from .nn.layout import (H_PRIOR, ST_PENDING, ST_POS, S_CALIBRATE, S_DELAY, S_MATCH, S_MIXING, S_T,
                         S_TABLE_BITS, S_TB, S_USE_SSM, S_V)
-from .nn.train import begin_position, coding_weights, end_position, end_position_serial, finish_chunk, train_pending
+from .nn.train import (begin_position, coding_weights, end_position, end_position_serial, hand_over, train_chunk,
+                       train_pending)
 
 
 #: a token's stage trace (see record_stages): the SSM's softmax, the mixed softmax, the quantized one
@@ -135,7 +138,6 @@ def _split_bits(weights, V, sym, nbits, cum, out, row, col):
         width = half
 
 
-@kernel
 def run_range(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, trace, bit_trace, stages, start, end):
     """Encode, decode or only learn tokens ``start`` to ``end`` of ``data`` (one step of a block).
 
@@ -151,50 +153,39 @@ def run_range(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, t
     ``stages`` (float32, rows x 3 x V) has rows, row ``i - start`` receives token i's distributions:
     the SSM's softmax (without the SSM: left as it is), the mixed softmax, the quantized one.
 
-    With a training delay, the tokens up to each chunk's end are coded on one thread while the
-    chunk before is trained on another (:func:`_code_beside_training`); run in turn, the two
-    give the same bits.
+    A loop in Python over the chunks of the range: the kernel :func:`code_tokens` codes a chunk's
+    tokens, and at its end the chunk is trained (:func:`.nn.train.train_chunk`) or, with a training
+    delay, handed over (:func:`.nn.train.hand_over`; :func:`.nn.train.finish_chunk`'s two cases, the
+    chunk pending being trained beside the coding of the next one, on a second thread:
+    :func:`statemix._jit.beside`).  Run in turn the two give the same bits.  Each training pass is
+    thus a kernel asked for from Python: compiled once, not again inside every loop that trains,
+    and loaded from the kernel cache by later processes (:class:`statemix._jit._CacheForTopLevel`).
     """
-    if not (net.sz[S_DELAY] and net.sz[S_USE_SSM]):
-        _code_tokens(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, trace, bit_trace, stages,
-                     start, start, end, True)
+    arrays = (mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, trace, bit_trace, stages, start)
+    sz, st = net.sz, net.st
+    if not sz[S_USE_SSM]:
+        code_tokens(*arrays, start, end)
         return
-    T = net.sz[S_T]
     i = start
     while i < end:
-        stop = min(end, i + T - net.st[ST_POS])  # the end of this chunk, or of the range
-        if net.st[ST_PENDING]:
-            _code_beside_training(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, trace,
-                                  bit_trace, stages, start, i, stop)
-            if net.st[ST_POS] == 0:  # the chunk ended (its chunk before is trained)
-                finish_chunk(net, acts, grads, acts_t)
+        stop = int(min(end, i + sz[S_T] - st[ST_POS]))  # the end of this chunk, or of the range
+        if st[ST_PENDING]:
+            beside(functools.partial(code_tokens, *arrays, i, stop), functools.partial(train_pending, net, acts_t, grads))
         else:
-            _code_tokens(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, trace, bit_trace,
-                         stages, start, i, stop, True)
+            code_tokens(*arrays, i, stop)
+        if st[ST_POS] == 0:  # the chunk ended
+            if sz[S_DELAY]:
+                hand_over(net, acts, acts_t)
+            else:
+                train_chunk(net, acts, grads)
         i = stop
 
 
-@kernel(parallel=True)
-def _code_beside_training(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, trace, bit_trace,
-                          stages, start, i0, i1):
-    """Code tokens ``i0`` to ``i1`` (at most to the end of their chunk) on one thread while the
-    pending chunk is trained on the other.  The coding reads the coding weights and writes the
-    coder, the count models and its own activations; the training writes the weights, the Adam
-    state and the trainer's activations: no array is written by both, and each job's result is the
-    same whichever runs first (one thread runs them in index order)."""
-    for job in prange(2):
-        if job == 0:
-            _code_tokens(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, trace, bit_trace,
-                         stages, start, i0, i1, False)
-        else:
-            train_pending(net, acts_t, grads)
-
-
 @kernel(allocates=True)
-def _code_tokens(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, trace, bit_trace, stages,
-                 start, i0, i1, train):
-    """Tokens ``i0`` to ``i1`` of :func:`run_range` (whose range begins at ``start``), one by one;
-    a chunk that ends among them is finished only if ``train``."""
+def code_tokens(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, trace, bit_trace, stages,
+                 start, i0, i1):
+    """Tokens ``i0`` to ``i1`` of :func:`run_range` (whose range begins at ``start``), one by one, at
+    most to the end of their chunk: the caller finishes the chunk (no training is compiled here)."""
     sz = net.sz
     V = sz[S_V]
     tb = sz[S_TB]
@@ -233,7 +224,7 @@ def _code_tokens(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts
                 _split_bits(freqs, V, sym, nbits, cumf, bit_trace, nbits * i, 0)
                 if use_ssm:
                     _split_bits(acts.probs[t], V, sym, nbits, cumf, bit_trace, nbits * i, 1)
-            learn_token(net, acts, grads, acts_t, counts, lc, ts, ex, t, sym, True, train)
+            learn_token_untrained(net, acts, grads, acts_t, counts, lc, ts, ex, t, sym, True, False)
         else:
             t = begin_position(net)
             if use_ssm:
@@ -241,13 +232,14 @@ def _code_tokens(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts
                 forward_position(P, Aneg, net.off, sz, acts, net.tin, t, lanes)
             sym = np.int64(data[i])
             tokenmix.gather(ts, sz[S_TABLE_BITS])
-            learn_token(net, acts, grads, acts_t, counts, lc, ts, ex, t, sym, False, train)
+            learn_token_untrained(net, acts, grads, acts_t, counts, lc, ts, ex, t, sym, False, False)
 
 
-# Without the SSM (``use_ssm`` = 0) the SSM's passes never run, yet numba compiles every call it
-# finds: cm's loop compiled the SSM's whole training (about half of its 380 s of compiling) for the
-# count models alone.  These variants of the two steps cm's byte-distribution source calls have the
-# SSM's calls replaced by stubs that are never reached (run with an SSM, they stop with an error).
+# numba compiles every call it finds, also those a runtime flag never takes: cm's loop without the
+# SSM compiled the SSM's whole training (about half of its 380 s of compiling) for the count models
+# alone, and the ssm model's coding loop compiled it again though its chunks are trained from Python
+# (run_range).  These variants have the calls that are never taken replaced by stubs that stop
+# with an error if they are.
 
 
 @kernel(inline=True)
@@ -257,13 +249,15 @@ def _no_forward(P, Aneg, off, sz, acts, tin, t, lanes):
 
 @kernel(inline=True)
 def _no_training(net, acts, grads, acts_t):
-    raise RuntimeError("statemix: SSM training in a kernel compiled without the SSM")
+    raise RuntimeError("statemix: SSM training in a kernel compiled without it")
 
 
-#: :func:`predict_token` and :func:`learn_token` compiled without the SSM (for ``use_ssm`` = 0 only)
+#: :func:`predict_token` compiled without the SSM (for ``use_ssm`` = 0 only)
 predict_token_no_ssm = variant(predict_token, "no_ssm", forward_position=_no_forward)
-learn_token_no_ssm = variant(learn_token, "no_ssm",
-                             end_position=variant(end_position, "no_ssm", finish_chunk=_no_training))
+#: :func:`learn_token` compiled without the training at a chunk's end, for callers that never ask
+#: for it (``train`` false: :func:`code_tokens`) or have no SSM (cm's count models' source)
+learn_token_untrained = variant(learn_token, "untrained",
+                                end_position=variant(end_position, "untrained", finish_chunk=_no_training))
 #: :func:`learn_token` training on this thread alone (:data:`.nn.train.end_position_serial`): cm's
 #: byte-distribution source, inside cm's loop
 learn_token_serial = variant(learn_token, "serial", end_position=end_position_serial)

@@ -49,7 +49,7 @@ from ..._jit import kernel, variant
 from .. import ssm_config
 from ..nn.pretrained import shipped, start_from
 from ..ssm import Model as SsmModel
-from ..tokenloop import learn_token_no_ssm, learn_token_serial, predict_token, predict_token_no_ssm
+from ..tokenloop import learn_token_serial, learn_token_untrained, predict_token, predict_token_no_ssm
 from ..tokenmix import SLOTS
 
 SOURCE_NONE, SOURCE_COUNTS, SOURCE_SSM, SOURCE_WIDE_SSM, SOURCE_PRETRAINED_SSM, SOURCE_PRETRAINED_SSM_V2 = range(6)
@@ -168,6 +168,6 @@ def source_learn(src, byte):
                        True, True)
 
 
-#: the two steps for a source without the SSM, and for none (see :data:`.tokenloop.learn_token_no_ssm`)
+#: the two steps for a source without the SSM, and for none (see :data:`.tokenloop.learn_token_untrained`)
 source_begin_no_ssm = variant(source_begin, "no_ssm", predict_token=predict_token_no_ssm)
-source_learn_no_ssm = variant(source_learn, "no_ssm", learn_token_serial=learn_token_no_ssm)
+source_learn_no_ssm = variant(source_learn, "no_ssm", learn_token_serial=learn_token_untrained)
