@@ -68,7 +68,7 @@ def test_hindsight_temperature_matches_direct_search():
 
 
 def test_report_on_text_matches_compression():
-    data = text_sample(30_000)
+    data = text_sample(12_000)
     report = diagnose(data, curve_points=4, ablation=True)
     assert report.compressed_bytes == len(statemix.compress(data))
     assert report.calibration.events == 8 * len(data)

@@ -34,11 +34,12 @@ from statemix.models import tokenloop
 
 import numba  # after statemix: statemix._jit sets numba's environment (cache directory, no SVML) first
 
-from conftest import config_with, text_sample
+from conftest import EVERY_MODEL, config_with, text_sample
 from determinism_probe import bpe_input, bpe_stream
 
-#: the module's tests share a costly module fixture: one test worker runs them all (pytest -n)
-pytestmark = pytest.mark.xdist_group("threads")
+#: the module's fixture trains the SSM (its parallel training compiles): the worker that compiles
+#: every model runs these tests too (pytest -n, conftest)
+pytestmark = EVERY_MODEL
 
 #: 5 head blocks of HEAD_BLOCK tokens (the last one partial); the default preset's sizes otherwise:
 #: 32-token chunks, width 32, 64 channels in 4 scan blocks of 16
