@@ -170,7 +170,8 @@ def run_range(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, t
     while i < end:
         stop = int(min(end, i + sz[S_T] - st[ST_POS]))  # the end of this chunk, or of the range
         if st[ST_PENDING]:
-            beside(functools.partial(code_tokens, *arrays, i, stop), functools.partial(train_pending, net, acts_t, grads))
+            beside(functools.partial(code_tokens, *arrays, i, stop),
+                   functools.partial(train_pending, net, acts_t, grads))
         else:
             code_tokens(*arrays, i, stop)
         if st[ST_POS] == 0:  # the chunk ended
