@@ -1,16 +1,16 @@
 """Thread invariance that can fail: the parallel kernels and a parallel preset, at 1 and 2 threads.
 
 Only the SSM network's kernels run in parallel (``prange`` in statemix.models.nn: ``forward_chunk``,
-``backward_chunk``, ``adam_step``; with a training delay also a chunk's training, on a second
-thread beside the coding of the next: ``statemix._jit.beside``), and the ssm model runs them on
-one thread when its vocabulary is smaller than ``PARALLEL_MIN_VOCAB``: a test over bytes (V = 256)
-passes whatever the thread count does to the arithmetic.  Every test here therefore uses V >= ``PARALLEL_MIN_VOCAB`` (the kernels
-called directly, or the bpe preset on an input with a large vocabulary) and checks that the work
-really is split: numba runs 2 threads during the call and every parallel loop has at least 2
-iterations.  Results are compared bit for bit (float32 as uint32), never within a tolerance: a sum
-whose order follows the partition (a ``prange`` loop adding into one variable, which numba turns
-into per-thread partial sums, or anything depending on ``numba.get_thread_id()``) changes low bits
-at 2 threads, and these tests fail on that.
+``backward_chunk``, ``adam_step``; with a training delay also a chunk's training, on a second thread
+beside the coding of the next: ``statemix._jit.beside``), and the ssm model runs them on one thread
+when its vocabulary is smaller than ``PARALLEL_MIN_VOCAB``: a test over bytes (V = 256) passes
+whatever the thread count does to the arithmetic.  Every test here therefore uses V >=
+``PARALLEL_MIN_VOCAB`` (the kernels called directly, or the bpe preset on an input with a large
+vocabulary) and checks that the work really is split: numba runs 2 threads during the call and every
+parallel loop has at least 2 iterations.  Results are compared bit for bit (float32 as uint32), never
+within a tolerance: a sum whose order follows the partition (a ``prange`` loop adding into one
+variable, which numba turns into per-thread partial sums, or anything depending on
+``numba.get_thread_id()``) changes low bits at 2 threads, and these tests fail on that.
 """
 
 from __future__ import annotations
