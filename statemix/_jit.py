@@ -29,7 +29,7 @@ on any machine (see the project's determinism notes):
   constant it is given (numba would type a literal argument as that value: ``mix_hash`` was
   compiled 61 times, once per salt).  Its arithmetic wraps where it must (``hashing.wrapping_add``),
   so a constant folded in or not gives the same bits.
-- The first compile of each announced kernel (:func:`announce`: cm's and the ssm model's loops,
+- The first compile of each announced kernel (:func:`announce`: cm's loops, the ssm model's loop and training,
   the ones that take seconds) is an INFO message of the "statemix" logger before it starts, naming
   it with its seconds of compiling; the command line prints it on standard error, and with ``-v``
   on a terminal counts the seconds (:func:`compile_elapsed`).
@@ -378,7 +378,9 @@ def beside(first, second) -> None:
     """Call ``first()`` on this thread while ``second()`` runs on another, when this thread may use
     two (its numba thread count, :func:`set_threads`); else ``first()`` then ``second()``.  For two
     kernel calls that write no array in common, so that both orders give the same bits (kernels
-    release the GIL).  Returns when both have; an exception of either is raised here."""
+    release the GIL); ``second`` must reach no parallel region (the other thread does not follow
+    this thread's count, and two parallel launches at once may end the process under numba's
+    workqueue layer).  Returns when both have; an exception of either is raised here."""
     if numba.get_num_threads() < 2:
         first()
         second()

@@ -9,7 +9,7 @@ Per token i of a block (the same loop for ENCODE, DECODE and LEARN, see :mod:`.m
     code / decode token i with freqs             :mod:`statemix.coder` (ENCODE/DECODE only)
     tokenmix.learn, tokenmix.update              the mixer learns the coded softmax; counts grow
     counts[sym] += 1, lc[sym] = log(1 + count)   the frequency prior (float32, own log)
-    end_position(net, ..., sym)                  the token is the target; a chunk's end: train it
+    end_position(net, ..., sym)                  the token is the target (run_range trains chunks)
 
 With a training delay (``Config.delay`` = 1) a chunk's end hands the chunk to the trainer instead,
 and :func:`run_range` trains it beside the coding of the next chunk (:mod:`.nn.train`).
@@ -185,8 +185,9 @@ def run_range(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, t
 @kernel(allocates=True)
 def code_tokens(mode, data, coded, rc, net, acts, grads, acts_t, counts, lc, ts, trace, bit_trace, stages,
                  start, i0, i1):
-    """Tokens ``i0`` to ``i1`` of :func:`run_range` (whose range begins at ``start``), one by one, at
-    most to the end of their chunk: the caller finishes the chunk (no training is compiled here)."""
+    """Tokens ``i0`` to ``i1`` of :func:`run_range` (whose range begins at ``start``), one by one; with
+    the SSM at most to the end of their chunk, which the caller finishes (no training is compiled
+    here)."""
     sz = net.sz
     V = sz[S_V]
     tb = sz[S_TB]
