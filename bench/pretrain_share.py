@@ -7,7 +7,8 @@ MODE: ``pretrained`` (level 3 as it is: its source, the SSM started from the wei
 ``random`` (level 3 with source 3: the same SSM from its random initialisation), ``nossm`` (level 3
 with source 1: the count models alone, as level 2 has it; level 3's tables otherwise), ``candidate``
 (level 3's source with the weights of the file $STATEMIX_PRETRAINED instead of the shipped ones: this
-process replaces the loader, so its streams decode only here; for weights not yet shipped).  The
+process replaces the loader, so its streams decode only here; for weights not yet shipped; with
+$STATEMIX_PRETRAINED_D_MODEL, a network of that width, as ``data/pretrain.py --d-model`` trains it).  The
 stream records the source, so every stream but the candidate's decodes anywhere.  Every stream is
 decompressed and compared.  Prints one JSON line per file (bytes of the whole stream, bits per byte,
 times, the process's peak RSS so far).
@@ -36,6 +37,9 @@ if mode == "candidate":
 
     weights = os.environ["STATEMIX_PRETRAINED"]
     distribution.shipped = lambda name, sha256, config: pretrained.load(weights, config)
+    if "STATEMIX_PRETRAINED_D_MODEL" in os.environ:
+        width = dict(d_model=int(os.environ["STATEMIX_PRETRAINED_D_MODEL"]))
+        distribution.PINNED[shipped] = {**distribution.PINNED.get(shipped, {}), **width}
 for path in sys.argv[2:]:
     data = open(path, "rb").read()
     t0 = time.perf_counter()

@@ -226,14 +226,14 @@ def _decompress_stream(src, dst, info, opts: dict, bar) -> tuple[int, int]:
 
         written = 0
         for out in decompress_segments(src, threads=opts["threads"], memory_limit=opts["memory"],
-                                       progress=_reporter(bar)):
+                                       legacy=opts["legacy"], progress=_reporter(bar)):
             _checkpoint()
             if dst is not None:
                 dst.write(out)
             written += len(out)
         return src.seek(0, 2), written
     decompressor = statemix.StreamsDecompressor(threads=opts["threads"], memory_limit=opts["memory"],
-                                                 progress=_reporter(bar))
+                                                 legacy=opts["legacy"], progress=_reporter(bar))
     read = written = 0
     while chunk := _read(src, CHUNK):
         read += len(chunk)
@@ -352,6 +352,7 @@ def _process(path: str, opts: dict) -> None:
 
 def _list(paths: list[str], verbose: bool) -> int:
     import statemix
+    from statemix.models import decoding_bounded
 
     status = EXIT_OK
     click.echo(f"{'Strms':>5} {'Blocks':>6} {'Compressed':>12} {'Uncompressed':>12} {'Ratio':>6}  Check  Filename")
@@ -382,8 +383,9 @@ def _list(paths: list[str], verbose: bool) -> int:
         if verbose:
             for number, s in enumerate(streams, 1):
                 kinds = ", ".join(f"{b.kind} {b.raw_length}->{b.payload_length}" for b in s.blocks)
-                click.echo(f"    stream {number}: format {s.version}, {s.model.describe()}, crc32 {s.crc32:08x}; "
-                           f"blocks: {kinds or 'none'}")
+                legacy = "" if decoding_bounded(s.model, s.version) else " (decoded only with --legacy)"
+                click.echo(f"    stream {number}: format {s.version}{legacy}, {s.model.describe()}, "
+                           f"crc32 {s.crc32:08x}; blocks: {kinds or 'none'}")
             if indexed := sum(s.indexed for s in streams):
                 click.echo(f"    seek index: {indexed} segments, {sum(s.index_size for s in streams)} bytes")
     return status
@@ -436,6 +438,9 @@ def _size_option(value: str | None, zero: int | None) -> int | None:
               metavar="SIZE",
               help="Refuse to decode streams whose model needs more memory than SIZE (e.g. 800MiB, "
                    "2GiB; 0: no limit). Default: 1.5 GiB, above every preset.")
+@click.option("--legacy", is_flag=True,
+              help="Also decode streams of older formats and models, whose size does not bound the "
+                   "work of decoding them (a few bytes can ask minutes): only those you trust.")
 @click.option("--segment-size", "segment_size", is_flag=False, flag_value="4MiB",
               callback=lambda ctx, param, value: _size_option(value, None), metavar="[SIZE]",
               help="Cut the input into independent segments of SIZE (default 4MiB), compressed in "
@@ -444,7 +449,7 @@ def _size_option(value: str | None, zero: int | None) -> int | None:
 @click.option("-3", "--best", "level_flag", flag_value=3, help="Same as --level 3.")
 @click.version_option(_version(), "-V", "--version", prog_name="statemix", message="%(prog)s %(version)s")
 def main(files, mode, to_stdout, output, keep, remove, force, quiet, verbose, threads, suffix, level,
-         model, memory, segment_size, level_flag):
+         model, memory, legacy, segment_size, level_flag):
     """Compress or decompress FILES with statemix (no FILES or '-': standard input to output).
 
     Subcommand: 'statemix diagnose FILE' reports where the bits go (see 'statemix diagnose --help').
@@ -470,7 +475,7 @@ def main(files, mode, to_stdout, output, keep, remove, force, quiet, verbose, th
         raise click.UsageError(f"--segment-size: {exc}") from None
     opts = dict(mode=mode, stdout=to_stdout, output=output, remove=remove, force=force,
                 verbose=verbose and not quiet, threads=threads or os.cpu_count() or 1, suffix=suffix,
-                level=level or level_flag, model=model, memory=memory, segment_size=segment_size,
+                level=level or level_flag, model=model, memory=memory, legacy=legacy, segment_size=segment_size,
                 progress=sys.stderr is not None and sys.stderr.isatty() and verbose and not quiet)
     status = EXIT_OK
     with compile_notices(quiet, opts["progress"]):

@@ -50,12 +50,14 @@ def compress(data, /, *, level: int | None = None, model: str | None = None,
     return compressor.compress(view) + compressor.flush()
 
 
-def decompress(data, /, *, threads: int | None = None, memory_limit: int | None = None) -> bytes:
+def decompress(data, /, *, threads: int | None = None, memory_limit: int | None = None,
+               legacy: bool = False) -> bytes:
     """Decompress all the concatenated statemix streams in ``data``.
 
     Raises StatemixError if ``data`` is empty, truncated, corrupt, or followed by anything that is
-    not another statemix stream, or if a stream's model needs more memory than ``memory_limit``
-    bytes (default: ``codec.DEFAULT_MEMORY_LIMIT``, 1.5 GiB).
+    not another statemix stream, if a stream's model needs more memory than ``memory_limit``
+    bytes (default: ``codec.DEFAULT_MEMORY_LIMIT``, 1.5 GiB), or if a stream's size does not bound
+    the work of decoding it (streams of older formats and models) and ``legacy`` is false.
     """
     if threads is not None and threads > 1:  # the streams of a segmented file, in parallel
         import io
@@ -63,8 +65,9 @@ def decompress(data, /, *, threads: int | None = None, memory_limit: int | None 
         from .segments import decompress_segments
 
         check_options(threads=threads, memory_limit=memory_limit)
-        return b"".join(decompress_segments(io.BytesIO(data), threads=threads, memory_limit=memory_limit))
-    decompressor = StreamsDecompressor(threads=threads, memory_limit=memory_limit)
+        return b"".join(decompress_segments(io.BytesIO(data), threads=threads, memory_limit=memory_limit,
+                                            legacy=legacy))
+    decompressor = StreamsDecompressor(threads=threads, memory_limit=memory_limit, legacy=legacy)
     out = decompressor.decompress(data)
     decompressor.check_end()
     return out

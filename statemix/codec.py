@@ -15,7 +15,8 @@ modelled after the x86 transform (block kind "modelled x86", or a learned x86 ki
 learns the transformed bytes.
 
 :class:`Decompressor` reads one stream, in any pieces, and releases a block's data only after its
-CRC32 matched.  Before building a model it checks the model's memory bound against ``memory_limit``;
+CRC32 matched.  Before building a model it checks the model's memory bound against ``memory_limit``,
+and that the stream's size bounds its decoding work (or that the caller asked for ``legacy`` streams);
 before decoding a block, that its payload can hold the length it claims (``container.max_raw_length``:
 format 3 checks modelled blocks against the model's bound too, and stops a model whose decoder reads
 past the end of its code word within a step), so a forged length costs work in proportion to the
@@ -41,7 +42,7 @@ import zstandard
 from . import container
 from ._errors import StatemixError
 from .container import NeedMore
-from .models import LEVELS, MODELS, build_model, spec_for_level
+from .models import LEVELS, MODELS, build_model, decoding_bounded, spec_for_level
 
 ZSTD_LEVEL = 19  # every block is also compressed by zstandard; the smallest of the three is kept
 PROBE_LEVEL = 1  # zstandard level of the quick test that decides whether a block is worth modelling
@@ -225,13 +226,17 @@ class Decompressor(Unpicklable):
 
     After the stream's end, ``eof`` is True and any further bytes are in ``unused_data``.
     ``memory_limit`` (bytes; default ``DEFAULT_MEMORY_LIMIT``) refuses a stream whose model would
-    need more memory, before anything is allocated.
+    need more memory, before anything is allocated.  A stream whose size does not bound its decoding
+    work (older formats and models: statemix.container, "Streams read only on request") is refused
+    unless ``legacy`` is true.
     """
 
-    def __init__(self, *, threads: int | None = None, memory_limit: int | None = None, progress=None):
+    def __init__(self, *, threads: int | None = None, memory_limit: int | None = None, legacy: bool = False,
+                 progress=None):
         check_options(threads=threads, memory_limit=memory_limit)
         _set_threads(threads)
         self._memory_limit = DEFAULT_MEMORY_LIMIT if memory_limit is None else memory_limit
+        self._legacy = bool(legacy)
         self._progress = progress
         self._input = bytearray()
         self._output = bytearray()
@@ -281,6 +286,8 @@ class Decompressor(Unpicklable):
         try:
             if self._model is None:
                 spec, version, used = container.read_versioned_header(self._input)
+                if not (self._legacy or decoding_bounded(spec, version)):
+                    raise StatemixError(container.UNBOUNDED.format(version=version))
                 self._model = build_model(spec, memory_limit=self._memory_limit)
                 self._learns_other_blocks = version == 1
                 self._version = version

@@ -68,17 +68,21 @@ stream can ask for is proportional to its size, never to the lengths it claims:
   which clamps f to [1, 65535] of 2**16: each bit costs at least -log2(65535/65536) > 2**-16 / ln 2
   bits, so a byte costs more than 8 * 2**-16 / ln 2 and raw <= P * 65536 ln 2 < P * 45,427
   (CM_BYTES_PER_PAYLOAD_BYTE).  From cm's model revision 8 (levels 2 and 3) the clamp is [16, 65520]:
-  a bit costs more than 2**-12 / ln 2 bits and raw < P * 2,840 (CM_COARSE_BYTES_PER_PAYLOAD_BYTE).  The ssm model codes tokens with
-  :func:`statemix.quantize.quantize_logits` over V symbols of a total 2**tb, each symbol at least
-  1: a token costs at least -log2(1 - (V-1) / 2**tb) > (V-1) / (2**tb ln 2) bits, so it codes at most
-  8 P 2**tb ln 2 / (V-1) tokens, each of at most the vocabulary's longest token in bytes
-  (the model's ``max_raw_length``; its BPE token count is checked again against the code word
-  once its vocabulary is read, before any token is decoded).
+  a bit costs more than 2**-12 / ln 2 bits and raw < P * 2,840 (CM_COARSE_BYTES_PER_PAYLOAD_BYTE).
+  The ssm model codes tokens with :func:`statemix.quantize.quantize_logits` over V symbols of a
+  total 2**tb, each symbol at least ``least``: a token costs at least -log2(1 - (V-1) least / 2**tb)
+  bits.  Under its coarse floor (``Config.floor`` 1) (V-1) least >= 2**(tb-9), so a token costs more
+  than 2**-9 / ln 2 bits and a code word holds fewer than P * 2,840 tokens
+  (SSM_COARSE_TOKENS_PER_PAYLOAD_BYTE); under the first floor (least 1, records written before the
+  floor) at most 8 P 2**tb ln 2 / (V-1), over 23 million per byte for bytes.  Each token is at most
+  the vocabulary's longest in bytes (the model's ``max_raw_length``; its BPE token count is checked
+  again against the code word once its vocabulary is read, before any token is decoded).
 - learned kinds: their payload is stored or zstandard, bounded as above; the model then learns at
-  most that many bytes.  From cm's model revision 8 a learned block also holds no more than a code
-  word of its payload's length could (the model's ``max_learned_length``): the encoder writes the
-  model's code word instead of a zstandard frame too short for its block, so learning costs no
-  more model work per payload byte than decoding.
+  most that many bytes.  From cm's model revision 8, and under the ssm model's coarse floor, a
+  learned block also holds no more than a code word of its payload's length could (the model's
+  ``max_learned_length``, in bytes): the encoder writes the model's code word instead of a
+  zstandard frame too short for its block, so learning costs no more model work per payload byte
+  than decoding.
 
 The floor is what an adversary who runs the model can reach; a payload that does not follow the
 model's most probable path runs out sooner.  A decoder of a whole code word of P bytes reads at most
@@ -92,6 +96,16 @@ bytes before it) where version 3 has the CRC32, and trims the trailing zero byte
 stored, zstandard and block size bounds apply.  Version 1 is version 2's layout, but the model
 learned every stored and zstandard block (the decoder replays them through it).  Every writer cut
 its blocks at 1 MiB, so longer blocks are refused in every version.
+
+Streams read only on request.  A stream whose size does not bound its decoding work is refused
+before its model is built, with one error (:data:`UNBOUNDED`), unless the reader is asked for legacy
+streams (``legacy=True``, the command line's ``--legacy``): those of versions 1 and 2 (a trimmed code
+word bounds nothing: 1 MiB of 0xFF bytes codes to no byte at all at level 2, so a 47-byte stream asks
+a full block of model work, 20 s at level 2) and, in version 3, those of cm's model revisions 1 to 7
+(a code word byte holds 45,427 bytes: 12 s for a 64-byte stream at level 2, 42 s at level 3) and of
+the ssm model's first floor (23 million tokens).  A cm record of level 1's shape is read in every
+version: its loop takes about a microsecond a byte.  Each model decides (``decoding_bounded`` in
+statemix.models).
 
 Seek index (written after the last stream of a segmented file, see statemix.segments; readers skip
 it between streams, and check it against the streams they decoded: it lists the streams since the
@@ -141,6 +155,10 @@ MAX_BLOCK = 1 << 20  # every writer cut its blocks at BLOCK_SIZE (1 MiB): longer
 ZSTD_BLOCK_MAX = 1 << 17  # a zstandard block holds at most 128 KiB and takes at least 4 bytes
 CM_BYTES_PER_PAYLOAD_BYTE = 45_427  # > 65536 ln 2: see "What a payload can hold"
 CM_COARSE_BYTES_PER_PAYLOAD_BYTE = 2_840  # > 4096 ln 2: the same, from cm's model revision 8
+SSM_COARSE_TOKENS_PER_PAYLOAD_BYTE = 2_840  # > 4096 ln 2: tokens, under the ssm model's coarse floor
+#: the error for a stream read only on request (see "Streams read only on request")
+UNBOUNDED = ("stream of format {version} written by an older statemix: its size does not bound the work "
+             "of decoding it, so it is read only on request (--legacy; Python: legacy=True), if you trust it")
 END, MODELLED, STORED, ZSTANDARD, MODELLED_X86 = 0, 1, 2, 3, 4
 ZSTANDARD_LEARNED, ZSTANDARD_LEARNED_X86, STORED_LEARNED, STORED_LEARNED_X86 = 5, 6, 7, 8
 KIND_NAMES = {MODELLED: "modelled", STORED: "stored", ZSTANDARD: "zstandard", MODELLED_X86: "modelled x86",

@@ -35,9 +35,9 @@ _READ_CHUNK = 1 << 16
 class _DecompressReader(io.RawIOBase):
     """A raw, read-only stream of the data decompressed from ``fp`` (all its streams in turn)."""
 
-    def __init__(self, fp, threads: int | None = None, memory_limit=None):
+    def __init__(self, fp, threads: int | None = None, memory_limit=None, legacy: bool = False):
         self._fp = fp
-        self._options = dict(threads=threads, memory_limit=memory_limit)
+        self._options = dict(threads=threads, memory_limit=memory_limit, legacy=legacy)
         self._decompressor = StreamsDecompressor(**self._options)
         self._more_ready = False  # the decompressor may hold output without more input
         self._at_end = False
@@ -158,11 +158,14 @@ class StatemixFile(Unpicklable, io.BufferedIOBase):
     """A file object giving access to a statemix-compressed file (mode "r", "w", "x" or "a").
 
     ``level`` and ``model`` choose the model when writing (an error in read mode); ``threads`` only
-    changes speed; ``memory_limit`` (bytes, reading) refuses streams whose model needs more.
+    changes speed; ``memory_limit`` (bytes, reading) refuses streams whose model needs more;
+    ``legacy`` (reading) reads streams whose size does not bound their decoding work too
+    (:func:`statemix.decompress`).
     """
 
     def __init__(self, filename, mode: str = "r", *, level: int | None = None,
-                 model: str | None = None, threads: int | None = None, memory_limit=None):
+                 model: str | None = None, threads: int | None = None, memory_limit=None,
+                 legacy: bool = False):
         self._fp = None
         self._close_fp = False
         self._mode = None
@@ -173,8 +176,8 @@ class StatemixFile(Unpicklable, io.BufferedIOBase):
                 raise ValueError("level and model can only be given when writing")
         elif mode in ("w", "wb", "x", "xb", "a", "ab"):
             mode_code = mode[0]
-            if memory_limit is not None:
-                raise ValueError("memory_limit can only be given when reading")
+            if memory_limit is not None or legacy:
+                raise ValueError("memory_limit and legacy can only be given when reading")
         else:
             raise ValueError(f"invalid mode: {mode!r}")
         if not isinstance(filename, (str, bytes, os.PathLike)) and not (
@@ -191,7 +194,7 @@ class StatemixFile(Unpicklable, io.BufferedIOBase):
         else:
             self._fp = filename
         if mode_code == "r":
-            self._buffer = io.BufferedReader(_DecompressReader(self._fp, threads, memory_limit))
+            self._buffer = io.BufferedReader(_DecompressReader(self._fp, threads, memory_limit, legacy))
             self._mode = "r"
         else:
             self._compressor = compressor
@@ -314,7 +317,7 @@ def _check_text_arguments(encoding, errors, newline) -> None:
 
 
 def open(file, mode: str = "rb", *, level: int | None = None, model: str | None = None,
-         threads: int | None = None, memory_limit=None, encoding: str | None = None,
+         threads: int | None = None, memory_limit=None, legacy: bool = False, encoding: str | None = None,
          errors: str | None = None, newline: str | None = None):
     """Open a statemix-compressed file in binary or text mode, like lzma.open()."""
     if "t" in mode:
@@ -329,7 +332,7 @@ def open(file, mode: str = "rb", *, level: int | None = None, model: str | None 
         if newline is not None:
             raise ValueError("argument 'newline' not supported in binary mode")
     binary = StatemixFile(file, mode.replace("t", ""), level=level, model=model, threads=threads,
-                          memory_limit=memory_limit)
+                          memory_limit=memory_limit, legacy=legacy)
     if "t" in mode:
         return io.TextIOWrapper(binary, encoding=io.text_encoding(encoding), errors=errors, newline=newline)
     return binary

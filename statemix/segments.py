@@ -187,8 +187,8 @@ class SegmentWriter:
         return b"".join(streams)
 
 
-def _decompress_stream(stream: bytes, memory_limit, report) -> bytes:
-    decompressor = StreamsDecompressor(memory_limit=memory_limit, progress=report)
+def _decompress_stream(stream: bytes, memory_limit, legacy: bool, report) -> bytes:
+    decompressor = StreamsDecompressor(memory_limit=memory_limit, legacy=legacy, progress=report)
     out = decompressor.decompress(stream)
     decompressor.check_end()
     return out
@@ -233,15 +233,17 @@ def _offsets(lengths: list[int]) -> list[tuple[int, int]]:
     return spans
 
 
-def decompress_segments(fp, *, threads: int, memory_limit=None, progress=None):
-    """Yield the data of every stream of the seekable file ``fp`` in order, ``threads`` at a time.
+def decompress_segments(fp, *, threads: int, memory_limit=None, legacy: bool = False, progress=None):
+    """Yield the data of every stream of the seekable file ``fp`` in order, ``threads`` at a time
+    (``memory_limit`` and ``legacy``: as :class:`statemix.codec.Decompressor` takes them).
 
     Every segment is checked against the index when there is one (its length and CRC32), so damaged,
     reordered or duplicated segments give a StatemixError, never a wrong byte.
     """
     spans, segments = read_spans(fp)
     if len(spans) == 1 or threads == 1:  # nothing to share out: the model's own threads
-        decompressor = StreamsDecompressor(threads=threads, memory_limit=memory_limit, progress=progress)
+        decompressor = StreamsDecompressor(threads=threads, memory_limit=memory_limit, legacy=legacy,
+                                           progress=progress)
         while chunk := fp.read(1 << 20):
             yield decompressor.decompress(chunk)
         decompressor.check_end()
@@ -261,7 +263,7 @@ def decompress_segments(fp, *, threads: int, memory_limit=None, progress=None):
     try:
         for offset, length in spans:
             fp.seek(offset)
-            pool.submit(_decompress_stream, None, fp.read(length), memory_limit)
+            pool.submit(_decompress_stream, None, fp.read(length), memory_limit, legacy)
             yield from checked(pool.ready(block=True))
         yield from checked(pool.drain())
     finally:

@@ -100,26 +100,27 @@ def initial_parameters():
     return w, f, a, b, match, tau
 
 
-def assign_frequencies(q, scale, best: int, total: int):
-    """f_v = 1 + floor(q_v * scale) (float32 product; NaN or negative counts as 0), the rest up to
-    ``total`` to f[best]; None if that leaves f[best] below 1."""
+def assign_frequencies(q, scale, best: int, total: int, least: int):
+    """f_v = least + floor(q_v * scale) (float32 product; NaN or negative counts as 0), the rest up to
+    ``total`` to f[best]; None if that leaves f[best] below ``least``."""
     freqs = []
     for x in q:
         share = x * scale
-        freqs.append(1 + (math.floor(share) if share >= 0 else 0))
+        freqs.append(least + (math.floor(share) if share >= 0 else 0))
     freqs[best] += total - sum(freqs)
-    return np.array(freqs, dtype=np.int64) if freqs[best] >= 1 else None
+    return np.array(freqs, dtype=np.int64) if freqs[best] >= least else None
 
 
-def quantize(z, total_bits: int):
-    """Frequencies summing to 2**total_bits for float32 logits z, and the coded softmax."""
+def quantize(z, total_bits: int, least: int):
+    """Frequencies summing to 2**total_bits, each at least ``least``, for float32 logits z, and the
+    coded softmax."""
     V = len(z)
     best = int(np.argmax(z))  # the first maximum
     q = [exp32(z[v] - z[best]) for v in range(V)]
     mass = lane_sum(q)
     total = 1 << total_bits
-    scale = F32(np.float64(total - V) / np.float64(mass))
-    while (freqs := assign_frequencies(q, scale, best, total)) is None:
+    scale = F32(np.float64(total - V * least) / np.float64(mass))
+    while (freqs := assign_frequencies(q, scale, best, total, least)) is None:
         scale = scale * F32(0.5)
     inv = F32(1) / mass
     return freqs, np.array([x * inv for x in q], dtype=np.float32)
@@ -182,8 +183,9 @@ class NaiveTokenMix:
         return count_bucket(c) * N_SHARE + min(qs, N_SHARE - 2)
 
     # ---- one token ----------------------------------------------------------------------------
-    def frequencies(self, total_bits: int, logits=None) -> np.ndarray:
-        """The coder's frequencies for the next token (and remember what learning needs).
+    def frequencies(self, total_bits: int, least: int, logits=None) -> np.ndarray:
+        """The coder's frequencies for the next token, each at least ``least`` (and remember what
+        learning needs).
 
         ``logits``: the SSM's logits for this token (float32, V), or None without the SSM.
         """
@@ -245,7 +247,7 @@ class NaiveTokenMix:
                 tau = self.tau[self.k]
         self.z = z
         out = np.array([tau * z[v] for v in range(V)], dtype=np.float32)
-        freqs, self.probs = quantize(out, total_bits)
+        freqs, self.probs = quantize(out, total_bits, least)
         return freqs
 
     def learn(self, sym: int) -> None:

@@ -1239,12 +1239,33 @@ def test_golden_text_stream():
 
 def test_golden_streams_of_format_2_still_decode():
     # the same model and code words, framed as format 2 wrote them (1-byte block header check)
-    assert statemix.decompress(GOLDEN_EMPTY_V2) == b""
-    assert statemix.decompress(GOLDEN_TEXT_V2) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL1_V2) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_V2) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_V2, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_V2, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL1_V2, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_V2, legacy=True) == GOLDEN_INPUT
     for golden in (GOLDEN_EMPTY_V2, GOLDEN_TEXT_V2, GOLDEN_TEXT_LEVEL1_V2, GOLDEN_TEXT_LEVEL3_V2):
         assert [s.version for s in statemix.read_info(io.BytesIO(golden))] == [2]
+
+
+def test_streams_their_size_does_not_bound_are_read_only_on_request_by_every_reader(tmp_path):
+    """Format 2 at level 2 (statemix.container, "Streams read only on request"): refused by every
+    reader with one message, read by each with ``legacy=True``; ``legacy`` is a reading option."""
+    path = tmp_path / "old.smx"
+    path.write_bytes(GOLDEN_TEXT_V2)
+    readers = {"decompress": lambda **o: statemix.decompress(GOLDEN_TEXT_V2, **o),
+               "Decompressor": lambda **o: statemix.Decompressor(**o).decompress(GOLDEN_TEXT_V2),
+               "open": lambda **o: statemix.open(path, **o).read(),
+               "open, threads": lambda **o: statemix.open(path, threads=2, **o).read()}
+    for name, read in readers.items():
+        with pytest.raises(StatemixError, match="read only on request"):
+            read()
+        assert read(legacy=True) == GOLDEN_INPUT, name
+    with pytest.raises(StatemixError, match="read only on request"):  # two streams, decoded in parallel
+        statemix.decompress(GOLDEN_TEXT_V2 * 2, threads=2)
+    assert statemix.decompress(GOLDEN_TEXT_V2 * 2, threads=2, legacy=True) == GOLDEN_INPUT * 2
+    with pytest.raises(ValueError, match="only be given when reading"):
+        statemix.open(tmp_path / "new.smx", "wb", legacy=True)
+    assert not (tmp_path / "new.smx").exists()
 
 
 #: statemix.compress(GOLDEN_INPUT, model="ssm") before issue 13 took label smoothing out of the ssm
@@ -1258,126 +1279,126 @@ GOLDEN_SSM_SMOOTHED = bytes.fromhex(
 
 @EVERY_MODEL
 def test_golden_ssm_stream_with_label_smoothing_still_decodes():
-    assert statemix.decompress(GOLDEN_SSM_SMOOTHED) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_SSM_SMOOTHED, legacy=True) == GOLDEN_INPUT
     assert statemix.compress(GOLDEN_INPUT, model="ssm") != GOLDEN_SSM_SMOOTHED
 
 
 def test_golden_streams_of_the_first_level_2_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_10_CONTEXTS) == b""
-    assert statemix.decompress(GOLDEN_TEXT_10_CONTEXTS) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_10_CONTEXTS, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_10_CONTEXTS, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_stream_of_level_3_with_its_first_ssm_source_still_decodes():
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_SOURCE_2) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_SOURCE_2, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_stream_of_level_3_with_the_ssm_from_random_weights_still_decodes():
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_SOURCE_3) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_SOURCE_3, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_stream_of_level_3_with_the_first_pretrained_weights_still_decodes():
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_SOURCE_4) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_SOURCE_4, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_streams_of_levels_2_and_3_at_model_revision_7_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_MODEL_REVISION_7) == b""
-    assert statemix.decompress(GOLDEN_TEXT_MODEL_REVISION_7) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_MODEL_REVISION_7) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_MODEL_REVISION_7, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_MODEL_REVISION_7, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_MODEL_REVISION_7, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_streams_of_levels_2_and_3_at_model_revision_6_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_60) == b""
-    assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_60) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_KINDS_TO_60) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_60, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_60, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_KINDS_TO_60, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_streams_of_levels_2_and_3_at_model_revision_5_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_56) == b""
-    assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_56) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_KINDS_TO_56) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_56, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_56, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_KINDS_TO_56, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_streams_of_levels_2_and_3_before_kinds_52_to_56_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_51) == b""
-    assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_51) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_KINDS_TO_51) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_51, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_51, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_KINDS_TO_51, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_streams_of_levels_2_and_3_before_kinds_44_to_51_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_43) == b""
-    assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_43) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_KINDS_TO_43) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_43, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_43, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_KINDS_TO_43, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_streams_of_levels_2_and_3_before_kinds_39_to_43_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_38) == b""
-    assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_38) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_KINDS_TO_38) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_38, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_38, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_KINDS_TO_38, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_streams_of_levels_2_and_3_before_kinds_37_and_38_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_36) == b""
-    assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_36) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_KINDS_TO_36) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_KINDS_TO_36, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_KINDS_TO_36, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_KINDS_TO_36, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_streams_of_levels_2_and_3_with_model_revision_3_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_MODEL_REVISION_3) == b""
-    assert statemix.decompress(GOLDEN_TEXT_MODEL_REVISION_3) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_MODEL_REVISION_3) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_MODEL_REVISION_3, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_MODEL_REVISION_3, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_MODEL_REVISION_3, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_streams_of_levels_2_and_3_with_orders_3_5_6_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_ORDERS_3_5_6) == b""
-    assert statemix.decompress(GOLDEN_TEXT_ORDERS_3_5_6) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_ORDERS_3_5_6) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_ORDERS_3_5_6, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_ORDERS_3_5_6, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_ORDERS_3_5_6, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_streams_of_levels_2_and_3_with_model_revision_2_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_MODEL_REVISION_2) == b""
-    assert statemix.decompress(GOLDEN_TEXT_MODEL_REVISION_2) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_MODEL_REVISION_2) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_MODEL_REVISION_2, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_MODEL_REVISION_2, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_MODEL_REVISION_2, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_streams_of_levels_2_and_3_with_model_revision_1_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_MODEL_REVISION_1) == b""
-    assert statemix.decompress(GOLDEN_TEXT_MODEL_REVISION_1) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_MODEL_REVISION_1) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_MODEL_REVISION_1, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_MODEL_REVISION_1, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_MODEL_REVISION_1, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_streams_of_level_2_before_model_revision_1_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_FIRST_RATES) == b""
-    assert statemix.decompress(GOLDEN_TEXT_FIRST_RATES) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_FIRST_RATES, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_FIRST_RATES, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_streams_of_level_2_with_byte_histories_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_BYTE_HISTORIES) == b""
-    assert statemix.decompress(GOLDEN_TEXT_BYTE_HISTORIES) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_BYTE_HISTORIES, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_BYTE_HISTORIES, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_streams_of_level_2_before_its_last_text_contexts_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_29_CONTEXTS) == b""
-    assert statemix.decompress(GOLDEN_TEXT_29_CONTEXTS) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_29_CONTEXTS, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_29_CONTEXTS, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_streams_of_level_2_before_the_instruction_contexts_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_32_KINDS) == b""
-    assert statemix.decompress(GOLDEN_TEXT_32_KINDS) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_32_KINDS, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_32_KINDS, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_streams_of_level_2_with_revision_1_of_the_record_detector_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_REVISION_1) == b""
-    assert statemix.decompress(GOLDEN_TEXT_REVISION_1) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_REVISION_1, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_REVISION_1, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_streams_of_level_2_with_the_first_record_detector_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_UNGATED) == b""
-    assert statemix.decompress(GOLDEN_TEXT_UNGATED) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_UNGATED, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_UNGATED, legacy=True) == GOLDEN_INPUT
 
 
 def test_golden_streams_of_level_2_before_its_record_contexts_still_decode():
-    assert statemix.decompress(GOLDEN_EMPTY_16_CONTEXTS) == b""
-    assert statemix.decompress(GOLDEN_TEXT_16_CONTEXTS) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_EMPTY_16_CONTEXTS, legacy=True) == b""
+    assert statemix.decompress(GOLDEN_TEXT_16_CONTEXTS, legacy=True) == GOLDEN_INPUT
 
 
 #: statemix.compress(GOLDEN_INPUT, level=1): 5 contexts, 2 mixers, 1 APM
@@ -1550,11 +1571,11 @@ def test_golden_streams_at_every_level():
     for level, golden in ((1, GOLDEN_TEXT_LEVEL1), (3, GOLDEN_TEXT_LEVEL3)):
         assert statemix.compress(GOLDEN_INPUT, level=level) == golden
         assert statemix.decompress(golden) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL1_ONE_MIXER) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_16_CONTEXTS) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_BYTE_HISTORIES) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_29_CONTEXTS) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_32_KINDS) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_UNGATED) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_REVISION_1) == GOLDEN_INPUT
-    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_FIRST_RATES) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL1_ONE_MIXER, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_16_CONTEXTS, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_BYTE_HISTORIES, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_29_CONTEXTS, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_32_KINDS, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_UNGATED, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_REVISION_1, legacy=True) == GOLDEN_INPUT
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL3_FIRST_RATES, legacy=True) == GOLDEN_INPUT

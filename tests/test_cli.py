@@ -560,3 +560,18 @@ def test_small_shared_files_round_trip(tmp_path):
                          ids=lambda p: str(p.relative_to(SHARED_DATA)) if isinstance(p, Path) else None)
 def test_shared_file_round_trips(tmp_path, source):
     round_trip_through_cli([source], tmp_path)
+
+
+def test_streams_of_older_formats_are_decoded_only_with_legacy(tmp_path):
+    """A level-2 stream of format 2 (its size bounds no work: statemix.container) is refused with one
+    line naming --legacy, the directory untouched; ``-l -v`` says so; with --legacy it decodes."""
+    from test_api import GOLDEN_INPUT, GOLDEN_TEXT_V2
+
+    (tmp_path / "old.txt.smx").write_bytes(GOLDEN_TEXT_V2)
+    check_error(tmp_path, ["-d", "old.txt.smx"], "old.txt.smx", "read only on request", "--legacy")
+    check_error(tmp_path, ["-t", "-T1", "old.txt.smx"], "read only on request")
+    listed = run(["-l", "-v", "old.txt.smx"], tmp_path)
+    assert_ok(listed)
+    assert b"format 2 (decoded only with --legacy)" in listed.stdout
+    assert_ok(run(["-d", "--legacy", "old.txt.smx"], tmp_path))
+    assert (tmp_path / "old.txt").read_bytes() == GOLDEN_INPUT

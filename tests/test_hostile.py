@@ -59,10 +59,10 @@ def noise(size: int, seed: int = 0) -> bytes:
     return random.Random(seed).randbytes(size)
 
 
-def refused_within(data: bytes, seconds: float, match: str | None = None) -> float:
+def refused_within(data: bytes, seconds: float, match: str | None = None, legacy: bool = False) -> float:
     started = time.perf_counter()
     with pytest.raises(StatemixError, match=match):
-        statemix.decompress(data)
+        statemix.decompress(data, legacy=legacy)
     took = time.perf_counter() - started
     assert took < seconds, f"refused after {took:.2f} s"
     return took
@@ -125,27 +125,37 @@ def test_a_zstandard_block_claiming_more_than_its_frame_can_hold_is_refused(mode
         refused_within(stream(model, level, block(kind, claim, payload)), 5, "can hold")
 
 
-@pytest.mark.parametrize("level", [2, 3])
-def test_a_learned_block_claiming_more_than_a_code_word_could_hold_is_refused(level, no_model_work):
-    """From cm's model revision 8 a learned block holds no more than a code word of its payload's
-    length: 1 MiB of zeros in a 40-byte zstandard frame (which zstandard's own bound lets through)
-    would make the decoder's model learn 1 MiB for 40 bytes."""
+#: the models and levels whose learned blocks are bounded as code words (cm from model revision 8,
+#: the ssm model under its coarse floor), and what a payload byte can hold there
+LEARNED_BOUND = {("cm", 2): CM_BOUND[2], ("cm", 3): CM_BOUND[3],
+                 ("ssm", 1): container.SSM_COARSE_TOKENS_PER_PAYLOAD_BYTE,
+                 ("ssm", 2): container.SSM_COARSE_TOKENS_PER_PAYLOAD_BYTE}
+
+
+@pytest.mark.parametrize("model,level", list(LEARNED_BOUND), ids=[f"{m}-{n}" for m, n in LEARNED_BOUND])
+def test_a_learned_block_claiming_more_than_a_code_word_could_hold_is_refused(model, level, no_model_work):
+    """A learned block holds no more than a code word of its payload's length: 1 MiB of zeros in a
+    40-byte zstandard frame (which zstandard's own bound lets through) would make the decoder's
+    model learn 1 MiB for 40 bytes."""
     frame = zstandard.ZstdCompressor(level=19, write_content_size=False).compress(bytes(1 << 20))
-    assert (len(frame) // 4) * container.ZSTD_BLOCK_MAX >= 1 << 20 > len(frame) * CM_BOUND[level]
+    bound = LEARNED_BOUND[model, level]
+    assert (len(frame) // 4) * container.ZSTD_BLOCK_MAX >= 1 << 20 > len(frame) * bound
     for kind in (container.ZSTANDARD_LEARNED, container.ZSTANDARD_LEARNED_X86):
-        refused_within(stream("cm", level, block(kind, 1 << 20, frame)), 5, "can hold")
+        refused_within(stream(model, level, block(kind, 1 << 20, frame)), 5, "can hold")
     assert container.max_raw_length(container.ZSTANDARD_LEARNED, 40, statemix.models.build_model(
-        spec_for_level(level, None)).max_learned_length) == 40 * CM_BOUND[level]
+        spec_for_level(level, None, model)).max_learned_length) == 40 * bound
 
 
-def test_the_encoder_writes_a_code_word_where_a_learned_frame_would_hold_too_much():
+@pytest.mark.parametrize("model,level", [("cm", 2), ("ssm", 1)])
+def test_the_encoder_writes_a_code_word_where_a_learned_frame_would_hold_too_much(model, level):
     """zstandard writes 64 KiB of zeros in a frame shorter than the model's code word, yet too short
-    for a learned block of 64 KiB (a learned block of P bytes holds at most P * CM_BOUND bytes at
-    level 2): the encoder writes the code word.  (Before model revision 8 it wrote the frame.)"""
+    for a learned block of 64 KiB (a learned block of P bytes holds at most P * 2,840 bytes): the
+    encoder writes the code word.  (Before cm's model revision 8 and the ssm model's coarse floor
+    it wrote the frame.)"""
     data = bytes(16_384 + 32_768 + 65_536)  # blocks of 16 KiB, doubling
     frame = zstandard.ZstdCompressor(level=19, write_content_size=False).compress(bytes(1 << 16))
-    assert len(frame) * CM_BOUND[2] < 1 << 16
-    stream_ = statemix.compress(data, level=2)
+    assert len(frame) * LEARNED_BOUND[model, level] < 1 << 16
+    stream_ = statemix.compress(data, level=level, model=model)
     (info,) = statemix.read_info(io.BytesIO(stream_))
     second = info.blocks[-1]
     assert (second.kind, second.raw_length) == ("modelled", 1 << 16) and second.payload_length > len(frame)
@@ -169,6 +179,22 @@ def test_the_most_a_64_byte_stream_can_hold_decodes_within_10_s(level):
     assert time.perf_counter() - started < 10
 
 
+@pytest.mark.parametrize("level", [1, 2, 3])
+def test_the_most_a_128_byte_ssm_stream_can_hold_decodes_within_10_s(level):
+    """The same for the ssm model, whose header alone takes 79 bytes: a stream of 128 bytes, its
+    payload's room times the tokens a payload byte can hold under the coarse floor, of zeros."""
+    warm("ssm", level)
+    room = 128 - len(stream("ssm", level, block(container.MODELLED, 1 << 20, b""), length=1 << 20))
+    data = bytes(room * container.SSM_COARSE_TOKENS_PER_PAYLOAD_BYTE)
+    coded = statemix.models.build_model(spec_for_level(level, None, "ssm")).encode(data, len(data))
+    assert len(coded) >= room  # the floor holds: no code word is denser than the bound
+    honest = stream("ssm", level, container.write_block(container.MODELLED, data, coded), length=len(data))
+    honest = honest[:-4] + struct.pack("<I", zlib.crc32(data))
+    started = time.perf_counter()
+    assert statemix.decompress(honest) == data
+    assert time.perf_counter() - started < 10
+
+
 def test_blocks_of_formats_1_and_2_over_1_mib_are_refused(no_model_work):
     zeros = bytes(1 << 24)
     frame = zstandard.ZstdCompressor(level=19, write_content_size=False).compress(zeros)
@@ -177,19 +203,51 @@ def test_blocks_of_formats_1_and_2_over_1_mib_are_refused(no_model_work):
             data = stream("cm", 2, *[block(kind, len(zeros), frame, version=version, crc=zlib.crc32(zeros))] * 4,
                           version=version)
             assert len(data) < 4096
-            refused_within(data, 5, "out of range")
+            refused_within(data, 5, "out of range", legacy=True)
 
 
 def test_the_version_1_bomb_ends_within_5_s(tmp_path):
     """../shared/data/hostile/bomb-v1.smx: 2 KB of version 1, four 16 MiB zstandard blocks of zeros
-    that version 1 replays through the model (178 s before: every writer cut blocks at 1 MiB)."""
-    bomb = shared_file("hostile", "bomb-v1.smx").read_bytes()
-    refused_within(bomb, 5, "out of range")
-    started = time.perf_counter()
-    result = subprocess.run([sys.executable, "-m", "statemix_cli", "-t", str(shared_file("hostile", "bomb-v1.smx"))],
-                            capture_output=True, timeout=60)
-    assert result.returncode == 1 and b"out of range" in result.stderr
-    assert time.perf_counter() - started < 5
+    that version 1 replays through the model (178 s before: every writer cut blocks at 1 MiB).  A
+    level-2 stream of version 1 is read only on request; asked to, the reader refuses its blocks."""
+    path = shared_file("hostile", "bomb-v1.smx")
+    refused_within(path.read_bytes(), 5, "read only on request")
+    refused_within(path.read_bytes(), 5, "out of range", legacy=True)
+    for legacy in ([], ["--legacy"]):  # the command line checks the file's structure first
+        started = time.perf_counter()
+        result = subprocess.run([sys.executable, "-m", "statemix_cli", "-t", *legacy, str(path)],
+                                capture_output=True, timeout=60)
+        assert result.returncode == 1 and b"out of range" in result.stderr and len(result.stderr.splitlines()) == 1
+        assert time.perf_counter() - started < 5
+
+
+@pytest.mark.parametrize("version,revision", [(2, 8), (3, 7), (3, 6)])
+def test_streams_their_size_does_not_bound_are_read_only_on_request(version, revision, no_model_work):
+    """A 47-byte stream of format 2 holds 1 MiB of 0xFF bytes at level 2 (a trimmed code word of no
+    byte: 20 s of model work); a 64-byte stream of format 3 at cm's revision 7 holds 1.6 MB (12 s at
+    level 2, 42 s at level 3).  Without ``legacy`` such streams are refused before any model is
+    built; with it, the model runs."""
+    record = bytearray(spec_for_level(2, None).to_bytes())
+    assert record[1:3] == b"\x00\x04" and record[3] == 8
+    record[3] = revision
+    head = bytearray(container.MAGIC + bytes([version, container.ARITHMETIC_VERSION, len(record)]) + record)
+    head += struct.pack("<I", zlib.crc32(head))
+    room = 64 - len(head) - len(block(container.MODELLED, container.MAX_BLOCK, b"", version)) - 8
+    claim = container.MAX_BLOCK if version < 3 else min(container.MAX_BLOCK, room * container.CM_BYTES_PER_PAYLOAD_BYTE)
+    data = bytes(head) + block(container.MODELLED, claim, noise(room), version) + container.write_trailer(claim, 0)
+    assert len(data) <= 64
+    refused_within(data, 1, "read only on request")
+    with pytest.raises(AssertionError, match="the model ran"):
+        statemix.decompress(data, legacy=True)
+
+
+def test_level_1_streams_of_every_format_are_read_without_request():
+    """Level 1's loop costs about a microsecond a byte: its streams of formats 1 and 2 (at most
+    1 MiB of work a block) are read as they were."""
+    from test_api import GOLDEN_INPUT, GOLDEN_TEXT_LEVEL1_V2
+
+    warm("cm", 1)
+    assert statemix.decompress(GOLDEN_TEXT_LEVEL1_V2) == GOLDEN_INPUT
 
 
 def test_a_seek_index_counting_more_entries_than_its_bytes_hold_is_refused_at_once():

@@ -360,17 +360,19 @@ def test_source_input_is_the_mass_of_the_upper_half():
 
 def test_sources_keep_their_ssm_configuration():
     """cm's record names a byte-distribution source by its id, not by its ssm configuration: a retuned
-    ssm preset or default must not change what an existing source is (a retuned source needs a new id)."""
+    ssm preset or default must not change what an existing source is (a retuned source needs a new id).
+    Each keeps the first frequency floor (the last byte, 00): its frequencies are a distribution for
+    cm, not a code word."""
     records = {1: "05ff0020021004022001080a0004140002106f12033b6666663f77be7f3f77cc2b320000a0408fc2f53d9a99993e"
-                  "6f12033b2a00000000000000000000020001001500",
+                  "6f12033b2a0000000000000000000002000100150000",
                2: "04ff0020021004022001080a0004140002106f12033b6666663f77be7f3f77cc2b320000a0408fc2f53d9a99993e"
-                  "6f12033b2a00000000000000000000020101001500",
+                  "6f12033b2a0000000000000000000002010100150000",
                3: "04ff0040021004021001080a0004140001106f12033b6666663f77be7f3f77cc2b320000a040000000009a99993e"
-                  "6f12033b2a00000000000000000000020101001500",
+                  "6f12033b2a0000000000000000000002010100150000",
                4: "04ff0040021004021001080a00041400011052499d396666663f77be7f3f77cc2b320000a040000000009a99993e"
-                  "52499d392a00000000000000000000020101001500",
+                  "52499d392a0000000000000000000002010100150000",
                5: "04ff0040021004021001080a00041400011052499d396666663f77be7f3f77cc2b320000a040000000009a99993e"
-                  "52499d392a00000000000000000000020101001500"}
+                  "52499d392a0000000000000000000002010100150000"}
     assert sorted(records) == sorted(distribution.PRESETS)
     for source, record in records.items():
         assert distribution.source_config(source, 21, 16).to_bytes().hex() == record, source

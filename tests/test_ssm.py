@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -68,19 +70,23 @@ def test_config_rejects_out_of_range(field, value):
 
 def test_config_rejects_wrong_length():
     with pytest.raises(ValueError):
-        ssm.Config.from_bytes(tiny().to_bytes()[:-2])
+        ssm.Config.from_bytes(tiny().to_bytes()[:-3])
     with pytest.raises(ValueError):
         ssm.Config.from_bytes(tiny().to_bytes() + b"\0")
 
 
-def test_config_record_without_a_delay_reads_as_delay_0():
-    """Records of 66 bytes were written before the training delay existed: they mean delay 0."""
+def test_config_records_before_the_delay_and_the_floor_read_as_they_were_written():
+    """Records of 67 bytes were written before the coarse floor existed: they mean floor 0; those of
+    66 bytes before the training delay: delay 0 and floor 0."""
     delayed = tiny(delay=1).to_bytes()
-    assert len(delayed) == 67 and ssm.Config.from_bytes(delayed).delay == 1
+    assert len(delayed) == 68 and ssm.Config.from_bytes(delayed).delay == 1
+    assert ssm.Config.from_bytes(delayed).floor == 1
+    assert ssm.Config.from_bytes(delayed[:67]) == replace(ssm.Config.from_bytes(delayed), floor=0)
     old = tiny().to_bytes()[:66]
-    assert ssm.Config.from_bytes(old).to_bytes() == tiny().to_bytes()
-    with pytest.raises(ValueError):
-        ssm.Config.from_bytes(tiny(delay=2).to_bytes())
+    assert ssm.Config.from_bytes(old).to_bytes() == replace(tiny(), floor=0).to_bytes()
+    for field in ("delay", "floor"):
+        with pytest.raises(ValueError):
+            ssm.Config.from_bytes(tiny(**{field: 2}).to_bytes())
 
 
 # ---- kernels against the naive reference ---------------------------------------------------------

@@ -10,6 +10,7 @@ import pytest
 import statemix
 from statemix.models import nn, spec_for_level, ssm, tokenmix
 from statemix.models.nn import layout
+from statemix.quantize import least_frequency
 
 from conftest import config_with, text_sample
 from naive_tokenmix import NaiveTokenMix
@@ -64,6 +65,7 @@ def _check_against_naive(config, data: bytes) -> set:
                           config.calibrate, config.prior)
     network = nn.Network(model.model_config) if config.use_ssm else None
     total = 1 << layout.TOTAL_BITS
+    least = least_frequency(256, layout.TOTAL_BITS, bool(config.floor))
     buckets = set()
     for i, sym in enumerate(data):
         logits = None
@@ -71,7 +73,7 @@ def _check_against_naive(config, data: bytes) -> set:
             probs = network.predict()
             assert trace[i, 1] == np.float64(probs[sym]), f"SSM of token {i}"
             logits = network.acts.logits[network._t].copy()
-        freqs = naive.frequencies(layout.TOTAL_BITS, logits)
+        freqs = naive.frequencies(layout.TOTAL_BITS, least, logits)
         assert freqs.sum() == total
         assert trace[i, 0] == freqs[sym] / total, f"token {i}"
         buckets.add(naive.eb)

@@ -29,7 +29,8 @@ A model module defines ``MODEL_ID``, ``config_for_level(level, size_hint)``, a f
 dataclass with ``to_bytes()``, ``from_bytes()`` (raising ValueError on anything out of range: every
 field is checked against what the presets can produce, before anything is allocated),
 ``memory_bytes()`` (the documented upper bound, computed without allocating) and ``describe()``
-(words, naming the preset when the record is one), and a ``Model(config)`` class implementing the
+(words, naming the preset when the record is one), ``decoding_bounded(config, format_version)``
+(whether a stream's size bounds its decoding work), and a ``Model(config)`` class implementing the
 protocol.  ``progress``, when given, is called as ``progress(done)`` (bytes of this block processed
 so far, increasing) between kernel steps of about 50 ms each, sized by the clock (:mod:`.steps`; one
 exception: training a BPE vocabulary on a first block is one step); an exception it raises propagates out of the call, and
@@ -70,7 +71,7 @@ from .presets import DEFAULT_LEVEL, LEVELS, MODELS
 from .protocol import MODEL_MODULES, Model, ModelSpec, StageStep, TraceBlock, memory_bound_mib
 
 __all__ = ["DEFAULT_LEVEL", "LEVELS", "MODELS", "MODEL_MODULES", "Model", "ModelSpec", "StageStep", "TraceBlock",
-           "build_model", "memory_needed", "spec_for_level"]
+           "build_model", "decoding_bounded", "memory_needed", "spec_for_level"]
 
 _MIB = 1 << 20
 
@@ -110,6 +111,13 @@ def memory_needed(spec: ModelSpec) -> int:
     A snapshot (:meth:`Model.snapshot`) holds one more copy of about the same size.
     """
     return _config(spec)[1].memory_bytes()
+
+
+def decoding_bounded(spec: ModelSpec, format_version: int) -> bool:
+    """Whether decoding a stream of ``format_version`` with ``spec``'s model costs work in proportion
+    to the stream's bytes (statemix.container, "Streams read only on request"); nothing allocated."""
+    module, config = _config(spec)
+    return module.decoding_bounded(config, format_version)
 
 
 def size_in_words(nbytes: int) -> str:

@@ -78,6 +78,13 @@ STEP_COUNTS = 1 << 13
 _CONSTANT = frozenset({"config", "spec", "_sink", "_traced", "_stage_sink"})
 
 
+def decoding_bounded(config: Config, format_version: int) -> bool:
+    """Whether a stream of ``format_version`` with this record costs model work in proportion to its
+    bytes (statemix.container, "Streams read only on request"): whole code words (version 3) under
+    the coarse floor (``Config.floor``)."""
+    return format_version >= 3 and bool(config.floor)
+
+
 class Model:
     """The ssm model's state: one object per stream, fed every block of the stream in order.
 
@@ -341,7 +348,7 @@ class Model:
             self._set_vocabulary(vocabulary)
             pos += n
         count, pos = _read_varint(coded, pos)
-        if not 1 <= count <= size:
+        if not 1 <= count <= min(size, self.max_tokens(len(coded) - pos, self.vocabulary.size)):
             raise StatemixError("corrupt stream: ssm token count out of range")
         tokens = np.zeros(count, dtype=np.int64)
         self._tokens_ok()
@@ -352,19 +359,33 @@ class Model:
             raise StatemixError("corrupt stream: ssm tokens do not add up to the block length")
         return bpe_decode(self.vocabulary, tokens)
 
-    @staticmethod
-    def max_tokens(payload_length: int, vocab: int) -> int:
-        """The most tokens a code word of ``payload_length`` bytes can hold over ``vocab`` symbols:
-        :func:`statemix.quantize.quantize_logits` gives every symbol at least 1 of 2**TOTAL_BITS, so
-        a token costs more than (vocab - 1) / (2**TOTAL_BITS ln 2) bits (statemix.container)."""
+    def max_tokens(self, payload_length: int, vocab: int) -> int:
+        """The most tokens a code word of ``payload_length`` bytes can hold over ``vocab`` symbols
+        (statemix.container, "What a payload can hold"): under the coarse floor (``Config.floor``) a
+        token costs more than 2**-9 / ln 2 bits, so fewer than 2,840 fit in a byte; under the first
+        floor every symbol has at least 1 of 2**TOTAL_BITS, and a token costs more than
+        (vocab - 1) / (2**TOTAL_BITS ln 2) bits."""
+        from ..container import SSM_COARSE_TOKENS_PER_PAYLOAD_BYTE
+
+        if self.config.floor:
+            return payload_length * SSM_COARSE_TOKENS_PER_PAYLOAD_BYTE
         return int(8 * payload_length * (1 << TOTAL_BITS) * math.log(2) / max(vocab - 1, 1)) + 1
 
     def max_raw_length(self, payload_length: int) -> int:
-        """The most bytes a block's code word of ``payload_length`` bytes can hold (statemix.container)."""
+        """The most bytes a block's code word of ``payload_length`` bytes can hold (statemix.container):
+        its tokens times the longest token's bytes (before a BPE vocabulary is read, the longest any
+        vocabulary may have; its token count is checked again once it is read)."""
         if self.config.tokenizer == TOK_IDS:
             return self.max_tokens(payload_length, self.config.vocab)
         vocab = self.vocabulary.size if self.vocabulary is not None else BYTE_TOKENS
         return self.max_tokens(payload_length, vocab) * MAX_TOKEN_BYTES
+
+    def max_learned_length(self, payload_length: int) -> int | None:
+        """The most bytes a learned block of ``payload_length`` bytes may hold under the coarse floor:
+        what a code word of that length holds in tokens, counted in bytes (a block has no more
+        tokens than bytes), so learning costs no more model work per payload byte than decoding;
+        under the first floor, no bound of the model's own."""
+        return self.max_tokens(payload_length, BYTE_TOKENS) if self.config.floor else None
 
     def learn(self, data: bytes, *, progress=None, x86: bool = False) -> None:
         """Update the model with ``data`` without coding it (a block stored by other means), exactly as

@@ -1,13 +1,14 @@
 """The ssm model's configuration: the stream record, its checks, the presets and their description.
 
-Record (``Config.to_bytes``, little-endian, 67 bytes; struct format ``_FMT_ALL``)::
+Record (``Config.to_bytes``, little-endian, 68 bytes; struct format ``_FMT_ALL``)::
 
     preset u8 | vocab - 1 u16 | d_model, expand, d_state, conv, layers, chunk, bptt, iters_a u8 |
     chunks_a u16 | iters_b u8 | chunks_b u16 | iters_c, channel_block u8 |
     lr, beta1, beta2, adam_eps, clip, smoothing, prior, lr_min f32 | seed u32 | lr_half f32 |
-    tokenizer u8 | merges u16 | mixing, use_ssm, match, calibrate, table_bits u8 | delay u8
+    tokenizer u8 | merges u16 | mixing, use_ssm, match, calibrate, table_bits u8 | delay u8 | floor u8
 
-A record of 66 bytes (written before ``delay`` existed) reads as ``delay`` = 0.
+A record of 67 bytes (written before ``floor`` existed) reads as ``floor`` = 0, one of 66 bytes
+(before ``delay``) as ``delay`` = 0 and ``floor`` = 0.
 
 :meth:`Config.from_bytes` checks every field: the structural ranges of :meth:`Config.validate`
 (what a model can be built with) and, for the fields that size memory, no more than the largest
@@ -28,7 +29,8 @@ from .nn.layout import layout
 
 _FMT = "<BHBBBBBBBBHBHBBffffffffI"
 _FMT_66 = _FMT + "fBHBBBBB"  # + lr_half, tokenizer, merges, tokenmix options
-_FMT_ALL = _FMT_66 + "B"  # + delay
+_FMT_67 = _FMT_66 + "B"  # + delay
+_FMT_ALL = _FMT_67 + "B"  # + floor
 TOK_IDS, TOK_BPE = 0, 1  # Config.tokenizer
 MAX_BPE_MERGES = 65536 - 256  # V = 256 + merges must stay <= 65536
 BLOCK_SIZE_MAX = 1 << 24  # largest block the container hands a model
@@ -64,6 +66,10 @@ class Config:
     per bucket: 32 for every ssm stream, which does not record it; cm's byte-distribution source sets it).
     ``delay``: chunks between coding a chunk and training on it, 0 or 1 (:mod:`.nn.train`): with 1,
     the training of a chunk runs on a second thread while the next chunk is coded.
+    ``floor``: the coded frequencies' floor (:func:`statemix.quantize.least_frequency`): 0, every
+    token at least 1 of 2**30 (the first records); 1, the tokens other than the most probable at
+    least 2**-9 of the total, so that a code word byte holds fewer than 2,840 tokens
+    (statemix.container, "What a payload can hold").
     """
 
     preset: int = 2
@@ -99,6 +105,7 @@ class Config:
     calibrate: int = 0
     table_bits: int = 12
     delay: int = 0
+    floor: int = 1
     slots: int = tokenmix.SLOTS
 
     def to_bytes(self) -> bytes:
@@ -108,18 +115,20 @@ class Config:
             self.chunks_b, self.iters_c, self.channel_block, self.lr, self.beta1, self.beta2,
             self.adam_eps, self.clip, self.smoothing, self.prior, self.lr_min, self.seed, self.lr_half,
             self.tokenizer, self.merges, self.mixing, self.use_ssm, self.match, self.calibrate,
-            self.table_bits, self.delay)
+            self.table_bits, self.delay, self.floor)
 
     @classmethod
     def from_bytes(cls, raw: bytes) -> "Config":
         if len(raw) == struct.calcsize(_FMT_66):
             raw += b"\0"  # no delay
+        if len(raw) == struct.calcsize(_FMT_67):
+            raw += b"\0"  # the first floor
         if len(raw) != struct.calcsize(_FMT_ALL):
             raise ValueError("ssm model configuration has the wrong length")
         v = struct.unpack(_FMT_ALL, raw)
         config = cls(v[0], v[1] + 1, *v[2:15], *(float(x) for x in v[15:23]), lr_half=float(v[24]),
                      seed=v[23], tokenizer=v[25], merges=v[26], mixing=v[27], use_ssm=v[28],
-                     match=v[29], calibrate=v[30], table_bits=v[31], delay=v[32])
+                     match=v[29], calibrate=v[30], table_bits=v[31], delay=v[32], floor=v[33])
         config.validate()
         too_big = [name for name, top in _RECORD_MAX.items() if getattr(config, name) > top]
         if too_big:
@@ -137,7 +146,7 @@ class Config:
               and (self.vocab == 256 if self.tokenizer == TOK_BPE else self.merges == 0)
               and self.mixing in (tokenmix.MIX_PRIOR, tokenmix.MIX_REFERENCE, tokenmix.MIX_LEARNED)
               and self.use_ssm in (0, 1) and self.match in (0, 1) and self.calibrate in (0, 1)
-              and 10 <= self.table_bits <= 21 and self.delay in (0, 1)
+              and 10 <= self.table_bits <= 21 and self.delay in (0, 1) and self.floor in (0, 1)
               and 1 <= self.slots <= tokenmix.SLOTS)
         floats = (self.lr, self.beta1, self.beta2, self.adam_eps, self.clip, self.smoothing,
                   self.prior, self.lr_min, self.lr_half)
@@ -164,6 +173,8 @@ class Config:
         if self.mixing != tokenmix.MIX_PRIOR:
             mixing += f" in 2**{self.table_bits} buckets"
         parts.append(mixing + (" and a match model" if self.match else ""))
+        if not self.floor:
+            parts.append("the first frequency floor")
         parts.append(f"at most {memory_bound_mib(self.memory_bytes())} of memory")
         return f"ssm {name or 'custom'} ({', '.join(parts)})"
 
@@ -202,7 +213,9 @@ def _preset_name(config: Config) -> str | None:
     """"level N" or "preset NAME" when ``config`` is what a preset writes (a full-size preset first,
     then one sized down to some input)."""
     hints = (None, *(1 << b for b in range(0, 40)))
-    record = config.to_bytes()  # compare records: the floats of a parsed record are float32-rounded
+    # compare records (the floats of a parsed record are float32-rounded); a record written before the
+    # floor existed names the preset it was
+    record = replace(config, floor=1).to_bytes()
     levels = [str(level) for level in presets.LEVELS if config_for_level(level, None).to_bytes() == record]
     levels = levels or [str(level) for level in presets.LEVELS
                         if any(config_for_level(level, hint).to_bytes() == record for hint in hints)]

@@ -5,7 +5,8 @@ Per token i of a block (the same loop for ENCODE, DECODE and LEARN, see :mod:`.m
     t = begin_position(net)                      position in the chunk; its input is the last token
     forward_position(...)                        the SSM's logits and softmax (skipped without SSM)
     z = mix_logits(SSM logits, H, prior, counts)  :mod:`.tokenmix`, in nats; H = entropy of the SSM
-    freqs = quantize_logits(z)                   :func:`statemix.quantize.quantize_logits`, sum 2**30
+    freqs = quantize_logits(z)                   :func:`statemix.quantize.quantize_logits`, sum 2**30,
+                                                 each at least sz[S_LEAST]
     code / decode token i with freqs             :mod:`statemix.coder` (ENCODE/DECODE only)
     tokenmix.learn, tokenmix.update              the mixer learns the coded softmax; counts grow
     counts[sym] += 1, lc[sym] = log(1 + count)   the frequency prior (float32, own log)
@@ -33,7 +34,7 @@ from . import tokenmix
 from .modes import DECODE, LEARN
 from .nn.forward import forward_position
 from .nn.layout import (H_PRIOR, ST_PENDING, ST_POS, S_CALIBRATE, S_DELAY, S_MATCH, S_MIXING, S_T,
-                        S_TABLE_BITS, S_TB, S_USE_SSM, S_V)
+                        S_LEAST, S_TABLE_BITS, S_TB, S_USE_SSM, S_V)
 from .nn.train import (begin_position, coding_weights, end_position, end_position_serial, hand_over, train_chunk,
                        train_pending)
 
@@ -74,7 +75,7 @@ def _code_distribution(sz, hy, acts, t, lc, ts, ex, freqs, lanes):
     tokenmix.gather(ts, sz[S_TABLE_BITS])
     tokenmix.mix_logits(sz[S_MIXING], use_ssm, sz[S_MATCH], sz[S_CALIBRATE], hy[H_PRIOR], lg, h, lc,
                         V, ts, ex)
-    quantize_logits(ex, V, np.int64(1) << sz[S_TB], freqs, lanes)
+    quantize_logits(ex, V, np.int64(1) << sz[S_TB], freqs, lanes, sz[S_LEAST])
 
 
 @kernel

@@ -82,8 +82,11 @@ PINNED[SOURCE_PRETRAINED_SSM_V2] = PINNED[SOURCE_PRETRAINED_SSM]  # the same net
 
 
 def source_config(source: int, table_bits: int, slots: int = SLOTS) -> ssm_config.Config:
-    """The ssm configuration of ``source`` with 2**``table_bits`` n-gram buckets of ``slots`` pairs."""
-    return replace(ssm_config.PRESETS[PRESETS[source]], table_bits=table_bits, slots=slots, **PINNED.get(source, {}))
+    """The ssm configuration of ``source`` with 2**``table_bits`` n-gram buckets of ``slots`` pairs.
+    Its frequencies keep the first floor: they become cm's byte distribution, not a code word (cm's
+    own floor bounds cm's code words)."""
+    return replace(ssm_config.PRESETS[PRESETS[source]], table_bits=table_bits, slots=slots, floor=0,
+                   **PINNED.get(source, {}))
 
 
 class Source:

@@ -98,7 +98,7 @@ from .loop import (ABLATE, ABLATE_APMS, ABLATE_INPUTS, ABLATED, AUX_SIZE, STAGE_
                    STATE_MAP_BASE, X86_BLOCK, Tables, coding, fixed_loop, fixed_shape, new_state, run_range,
                    run_range_no_ssm)
 
-__all__ = ["MODEL_ID", "Config", "Model", "config_for_level"]
+__all__ = ["MODEL_ID", "Config", "Model", "config_for_level", "decoding_bounded"]
 
 MODEL_ID = 1
 
@@ -106,6 +106,17 @@ MODEL_ID = 1
 #: generic loop's in about 0.7 times the time (bench/RESULTS.md); any record of that shape uses it
 LEVEL1_SHAPE = fixed_shape(config_for_level(1, None))
 run_range_level1 = fixed_loop(LEVEL1_SHAPE, "level1")
+
+
+def decoding_bounded(config: Config, format_version: int) -> bool:
+    """Whether a stream of ``format_version`` with this record costs model work in proportion to its
+    bytes (statemix.container, "Streams read only on request"): a record of level 1's shape in
+    every version (its loop takes about 1 microsecond a byte, and a block holds at most 1 MiB), any
+    other from model revision ``bit.sse.FLOOR_REVISION`` in version 3 (whole code words under the
+    coarse floor)."""
+    return fixed_shape(config) == LEVEL1_SHAPE or (format_version >= 3 and config.revision >= sse.FLOOR_REVISION)
+
+
 #: each loop's copy for coding, without the stage tracer (:func:`.loop.coding`)
 _CODING = {loop: coding(loop) for loop in (run_range, run_range_no_ssm, run_range_level1)}
 

@@ -35,6 +35,7 @@ import numpy as np
 
 from ..._fmath import LANES, log32  # noqa: F401  (LANES: re-exported)
 from ..._jit import kernel
+from ...quantize import least_frequency
 
 
 # ---- parameter tensors ------------------------------------------------------------------------
@@ -44,12 +45,13 @@ LN_G, LN_B, WIN, CONV_W, CONV_B, WX, DT_W, DT_B, A_LOG, DSKIP, WOUT, NT = range(
 EMB, LNF_G, LNF_B, HEAD = range(4)
 
 # ---- size table (int64 array ``sz``) ------------------------------------------------------------
-# the network's sizes, the training schedule's, the token coding loop's options, and S_DELAY: the
-# chunks between coding a chunk and training on it (0 or 1); SZ_SIZE: the table's length
+# the network's sizes, the training schedule's, the token coding loop's options, S_DELAY: the
+# chunks between coding a chunk and training on it (0 or 1), S_LEAST: each token's least frequency
+# of 2**sz[S_TB] (statemix.quantize.least_frequency); SZ_SIZE: the table's length
 (S_V, S_D, S_E, S_N, S_K, S_L, S_T, S_R, S_EB, S_BPTT,
  S_IT_A, S_N_A, S_IT_B, S_N_B, S_IT_C, S_TB,
  S_MIXING, S_USE_SSM, S_MATCH, S_CALIBRATE, S_TABLE_BITS,
- S_DELAY, SZ_SIZE) = range(23)
+ S_DELAY, S_LEAST, SZ_SIZE) = range(24)
 
 # ---- float hyper-parameters (float32 array ``hy``) ------------------------------------------------
 H_LR, H_B1, H_B2, H_EPS, H_CLIP, H_SMOOTH, H_PRIOR, H_LR_MIN, H_LR_HALF, HY_SIZE = range(10)
@@ -184,6 +186,7 @@ def sizes(config) -> np.ndarray:
     sz[S_E] = config.d_model * config.expand
     sz[S_R] = 2 * config.d_state + 1
     sz[S_TB] = TOTAL_BITS if config.vocab <= (1 << 16) else 32
+    sz[S_LEAST] = least_frequency(config.vocab, int(sz[S_TB]), bool(config.floor))
     return sz
 
 
