@@ -100,12 +100,11 @@ its blocks at 1 MiB, so longer blocks are refused in every version.
 Streams read only on request.  A stream whose size does not bound its decoding work is refused
 before its model is built, with one error (:data:`UNBOUNDED`), unless the reader is asked for legacy
 streams (``legacy=True``, the command line's ``--legacy``): those of versions 1 and 2 (a trimmed code
-word bounds nothing: 1 MiB of 0xFF bytes codes to no byte at all at level 2, so a 47-byte stream asks
-a full block of model work, 20 s at level 2) and, in version 3, those of cm's model revisions 1 to 7
-(a code word byte holds 45,427 bytes: 12 s for a 64-byte stream at level 2, 42 s at level 3) and of
-the ssm model's first floor (23 million tokens).  A cm record of level 1's shape is read in every
-version: its loop takes about a microsecond a byte.  Each model decides (``decoding_bounded`` in
-statemix.models).
+word bounds nothing: 1 MiB of 0xFF bytes codes to no byte at all at level 2, so a 47-byte stream
+asks a full block of level-2 model work) and, in version 3, cm's records before model revision 8
+(a code word byte holds 45,427 bytes) and the ssm model's first floor (23 million tokens).  A cm
+record of level 1's shape is read in every version: its loop takes about a microsecond a byte, and
+a block holds at most 1 MiB.  Each model decides (``decoding_bounded`` in statemix.models).
 
 Seek index (written after the last stream of a segmented file, see statemix.segments; readers skip
 it between streams, and check it against the streams they decoded: it lists the streams since the
