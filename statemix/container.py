@@ -154,7 +154,8 @@ MAX_BLOCK = 1 << 20  # every writer cut its blocks at BLOCK_SIZE (1 MiB): longer
 ZSTD_BLOCK_MAX = 1 << 17  # a zstandard block holds at most 128 KiB and takes at least 4 bytes
 CM_BYTES_PER_PAYLOAD_BYTE = 45_427  # > 65536 ln 2: see "What a payload can hold"
 CM_COARSE_BYTES_PER_PAYLOAD_BYTE = 2_840  # > 4096 ln 2: the same, from cm's model revision 8
-SSM_COARSE_TOKENS_PER_PAYLOAD_BYTE = 2_840  # > 4096 ln 2: tokens, under the ssm model's coarse floor
+#: tokens, under the ssm model's coarse floor: a token costs what a revision-8 cm byte does, > 2**-9 / ln 2 bits
+SSM_COARSE_TOKENS_PER_PAYLOAD_BYTE = CM_COARSE_BYTES_PER_PAYLOAD_BYTE
 #: the error for a stream read only on request (see "Streams read only on request")
 UNBOUNDED = ("stream of format {version} written by an older statemix: its size does not bound the work "
              "of decoding it, so it is read only on request (--legacy; Python: legacy=True), if you trust it")

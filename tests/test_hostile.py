@@ -42,8 +42,10 @@ def block(kind: int, claim: int, payload: bytes, version: int = 3, crc: int = 0)
     return head + check + struct.pack("<I", crc) + payload
 
 
-def header(model: str, level: int, version: int = 3) -> bytes:
-    head = bytearray(container.write_header(spec_for_level(level, None, model)))
+def header(model: str, level: int, version: int = 3, record: bytes | None = None) -> bytes:
+    """The header of ``model`` at ``level`` (or of the model ``record``) in format ``version``."""
+    spec = spec_for_level(level, None, model) if record is None else statemix.models.ModelSpec.from_bytes(record)
+    head = bytearray(container.write_header(spec))
     head[4] = version
     head[-4:] = struct.pack("<I", zlib.crc32(bytes(head[:-4])))
     return bytes(head)
@@ -231,11 +233,10 @@ def test_streams_their_size_does_not_bound_are_read_only_on_request(version, rev
     record = bytearray(spec_for_level(2, None).to_bytes())
     assert record[1:3] == b"\x00\x04" and record[3] == 8
     record[3] = revision
-    head = bytearray(container.MAGIC + bytes([version, container.ARITHMETIC_VERSION, len(record)]) + record)
-    head += struct.pack("<I", zlib.crc32(head))
+    head = header("cm", 2, version, bytes(record))
     room = 64 - len(head) - len(block(container.MODELLED, container.MAX_BLOCK, b"", version)) - 8
     claim = container.MAX_BLOCK if version < 3 else min(container.MAX_BLOCK, room * container.CM_BYTES_PER_PAYLOAD_BYTE)
-    data = bytes(head) + block(container.MODELLED, claim, noise(room), version) + container.write_trailer(claim, 0)
+    data = head + block(container.MODELLED, claim, noise(room), version) + container.write_trailer(claim, 0)
     assert len(data) <= 64
     refused_within(data, 1, "read only on request")
     with pytest.raises(AssertionError, match="the model ran"):

@@ -114,7 +114,7 @@ def decoding_bounded(config: Config, format_version: int) -> bool:
     every version (its loop takes about 1 microsecond a byte, and a block holds at most 1 MiB), any
     other from model revision ``bit.sse.FLOOR_REVISION`` in version 3 (whole code words under the
     coarse floor)."""
-    return fixed_shape(config) == LEVEL1_SHAPE or (format_version >= 3 and config.revision >= sse.FLOOR_REVISION)
+    return fixed_shape(config) == LEVEL1_SHAPE or (format_version >= 3 and config.coarse_floor)
 
 
 #: each loop's copy for coding, without the stage tracer (:func:`.loop.coding`)
@@ -248,14 +248,14 @@ class Model:
         2**-12 / ln 2 from model revision ``bit.sse.FLOOR_REVISION``)."""
         from ...container import CM_BYTES_PER_PAYLOAD_BYTE, CM_COARSE_BYTES_PER_PAYLOAD_BYTE
 
-        coarse = self.config.revision >= sse.FLOOR_REVISION
-        return payload_length * (CM_COARSE_BYTES_PER_PAYLOAD_BYTE if coarse else CM_BYTES_PER_PAYLOAD_BYTE)
+        return payload_length * (CM_COARSE_BYTES_PER_PAYLOAD_BYTE if self.config.coarse_floor
+                                 else CM_BYTES_PER_PAYLOAD_BYTE)
 
     def max_learned_length(self, payload_length: int) -> int | None:
         """The most bytes a learned block of ``payload_length`` bytes of payload may hold: as a code
         word from model revision ``bit.sse.FLOOR_REVISION`` (statemix.container), else no bound of
         the model's."""
-        return self.max_raw_length(payload_length) if self.config.revision >= sse.FLOOR_REVISION else None
+        return self.max_raw_length(payload_length) if self.config.coarse_floor else None
 
     def encode(self, data: bytes, limit: int, *, progress=None, x86: bool = False) -> bytes | None:
         """Code ``data``; return the code word, or None if it would be longer than ``limit`` bytes.

@@ -181,6 +181,12 @@ class Config:
         return InputLayout(counters, runs, match_at, histories, source, strength, bias)
 
     @property
+    def coarse_floor(self) -> bool:
+        """Whether the coded P(1) keeps 2**-12 from 0 and 1 (model revision ``bit.sse.FLOOR_REVISION``
+        on, :func:`.bit.sse.coded_floor`), which bounds what a code word holds (statemix.container)."""
+        return self.revision >= sse.FLOOR_REVISION
+
+    @property
     def match_strength(self) -> bool:
         """Whether the match model gives its length input too (model revision 2 on, :mod:`.bit.match`)."""
         return self.revision >= match.STRENGTH_REVISION
